@@ -1,0 +1,36 @@
+# EmojiArt for Linux. Every target installs missing system packages first (scripts/bootstrap).
+SWIFT ?= swift
+export VIPS_WARNING ?= 0
+
+.PHONY: all run test test-swift test-browser bench build release bootstrap clean
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	$(SWIFT) build
+
+release: bootstrap
+	$(SWIFT) build -c release --product emojiart
+
+## make run: build in release mode, start the gallery and the web app on 127.0.0.1, print the URL.
+run: release
+	.build/release/emojiart $(ARGS)
+
+## make test: every test: Swift Testing suites, then the real-browser test of the web UI.
+test: bootstrap
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	scripts/browser-test
+
+## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary) side by side.
+bench:
+	@scripts/bootstrap bench
+	$(SWIFT) build -c release --product emojiart-bench
+	$(SWIFT) build -c release --product emojiart
+	.build/release/emojiart-bench $(ARGS)
+
+clean:
+	rm -rf .build .build-bench .build-venv

@@ -1,0 +1,158 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// One settings array for every target, tests included: Swift 6 mode, so strict concurrency is on.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "EmojiArt",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "emojiart", targets: ["emojiart"]),
+        .library(name: "ImageCache", targets: ["ImageCache"]),
+        .library(name: "Imaging", targets: ["Imaging"]),
+        .library(name: "GalleryServer", targets: ["GalleryServer"]),
+        .library(name: "EmojiArt", targets: ["EmojiArt"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CVips",
+            pkgConfig: "vips",
+            providers: [.apt(["libvips-dev"])]
+        ),
+        .target(
+            name: "Imaging",
+            dependencies: ["CVips"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ImageCache",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "GalleryServer",
+            dependencies: [
+                "Imaging",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "EmojiArt",
+            dependencies: [
+                "ImageCache",
+                "Imaging",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "emojiart",
+            dependencies: [
+                "Imaging",
+                "ImageCache",
+                "GalleryServer",
+                "EmojiArt",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A child process for the crash-safety test: writes cache entries until it is killed.
+        .executableTarget(
+            name: "imagecache-crash-writer",
+            dependencies: ["ImageCache"],
+            path: "Tests/CrashWriter",
+            swiftSettings: swiftSettings
+        ),
+        // `make bench`: our code measured side by side with its anchors.
+        .executableTarget(
+            name: "emojiart-bench",
+            dependencies: [
+                "Imaging",
+                "ImageCache",
+                "GalleryServer",
+                "EmojiArt",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            path: "Benchmarks",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ImagingTests",
+            dependencies: ["Imaging"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ImageCacheTests",
+            dependencies: [
+                "ImageCache", "TestSupport", "imagecache-crash-writer",
+                .product(name: "Clocks", package: "swift-clocks"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "GalleryServerTests",
+            dependencies: [
+                "GalleryServer", "Imaging", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "EmojiArtTests",
+            dependencies: [
+                "EmojiArt", "GalleryServer", "ImageCache", "TestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,87 @@
+// Fixed-arity wrappers around the libvips calls EmojiArt uses.
+//
+// libvips' public API passes optional arguments as NULL-terminated varargs, which Swift cannot
+// call. Each wrapper here fixes one argument list; the `cvips_` prefix keeps them apart from
+// libvips' own names.
+#ifndef EMOJIART_CVIPS_SHIM_H
+#define EMOJIART_CVIPS_SHIM_H
+
+#include <vips/vips.h>
+
+static inline int cvips_init(const char *argv0) {
+    return VIPS_INIT(argv0);
+}
+
+/// Opens an encoded image lazily: only the header is read until pixels are asked for.
+/// `option_string` carries loader options such as "fail_on=truncated".
+static inline VipsImage *cvips_image_new_from_buffer(const void *buf, size_t len, const char *option_string) {
+    return vips_image_new_from_buffer(buf, len, option_string, "access", VIPS_ACCESS_SEQUENTIAL, NULL);
+}
+
+/// Shrink-on-load thumbnail that fits inside width x height and never upscales.
+static inline int cvips_thumbnail_buffer(void *buf, size_t len, VipsImage **out, int width, int height,
+                                          const char *option_string) {
+    return vips_thumbnail_buffer(buf, len, out, width,
+                                 "height", height,
+                                 "size", VIPS_SIZE_DOWN,
+                                 "option_string", option_string,
+                                 NULL);
+}
+
+static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
+    return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
+}
+
+static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "strip", TRUE, NULL);
+}
+
+static inline int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "strip", TRUE, NULL);
+}
+
+/// Renders text, colour glyphs included, to an RGBA image.
+static inline int cvips_text_rgba(VipsImage **out, const char *text, const char *font, int dpi) {
+    return vips_text(out, text, "font", font, "rgba", TRUE, "dpi", dpi, "align", VIPS_ALIGN_CENTRE, NULL);
+}
+
+/// A two-band image whose pixels hold their own x and y coordinates.
+static inline int cvips_xyz(VipsImage **out, int width, int height) {
+    return vips_xyz(out, width, height, NULL);
+}
+
+/// out = in * a + b; with n > 1 constants and a one-band input, the result has n bands.
+static inline int cvips_linear(VipsImage *in, VipsImage **out, const double *a, const double *b, int n) {
+    return vips_linear(in, out, a, b, n, NULL);
+}
+
+static inline int cvips_bandmean(VipsImage *in, VipsImage **out) {
+    return vips_bandmean(in, out, NULL);
+}
+
+static inline int cvips_cast_uchar(VipsImage *in, VipsImage **out) {
+    return vips_cast(in, out, VIPS_FORMAT_UCHAR, NULL);
+}
+
+static inline int cvips_composite2_over(VipsImage *base, VipsImage *overlay, VipsImage **out, int x, int y) {
+    return vips_composite2(base, overlay, out, VIPS_BLEND_MODE_OVER, "x", x, "y", y, NULL);
+}
+
+static inline int cvips_extract_band(VipsImage *in, VipsImage **out, int band, int n) {
+    return vips_extract_band(in, out, band, "n", n, NULL);
+}
+
+/// Reads one pixel's band values into `vector` (freed with g_free).
+static inline int cvips_getpoint(VipsImage *in, double **vector, int *n, int x, int y) {
+    return vips_getpoint(in, vector, n, x, y, NULL);
+}
+
+static inline void cvips_unref(VipsImage *image) {
+    if (image) g_object_unref(image);
+}
+
+static inline void cvips_free(void *p) {
+    g_free(p);
+}
+
+#endif

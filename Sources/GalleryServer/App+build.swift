@@ -1,0 +1,67 @@
+import Hummingbird
+import Logging
+
+/// How to run a gallery.
+public struct GalleryConfiguration: Sendable {
+    /// Address to bind; loopback by default.
+    public var host: String
+    /// Port to bind; 0 picks a free one.
+    public var port: Int
+    /// Seed of the feed's order and prices.
+    public var seed: UInt64
+    /// Faults to inject into image requests; none by default.
+    public var faults: FaultInjection
+
+    /// The seed used when none is given: the same feed every start.
+    public static let defaultSeed: UInt64 = 1_984
+
+    /// Creates a configuration.
+    public init(host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none) {
+        self.host = host
+        self.port = port
+        self.seed = seed
+        self.faults = faults
+    }
+}
+
+/// The gallery ("book server") as a Hummingbird application.
+public enum Gallery {
+    /// Builds the gallery: renders the art (once per process), then the router.
+    /// - Parameters:
+    ///   - onServerRunning: called with the bound port once the server listens.
+    /// - Throws: `Imaging.Error` when the art cannot be rendered.
+    public static func buildApplication(
+        _ configuration: GalleryConfiguration,
+        logger: Logger = Logger(label: "gallery"),
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> some ApplicationProtocol {
+        let art = try await ArtStore.load()
+        let metrics = GalleryMetrics()
+        metrics.rendered(in: art.renderTime)
+        logger.info("rendered \(art.pieces.count) pieces in \(art.renderTime)")
+        if configuration.faults.isActive {
+            logger.warning("fault injection on: \(configuration.faults)")
+        }
+        let router = try buildRouter(configuration, art: art, metrics: metrics)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt-Gallery"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger
+        )
+    }
+
+    /// Builds the router: `/gallery/images`, `/gallery/image?N`, `/health`, `/metrics`.
+    public static func buildRouter(
+        _ configuration: GalleryConfiguration, art: ArtStore, metrics: GalleryMetrics
+    ) throws -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
+        let gallery = try GalleryController<BasicRequestContext>(
+            art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults)
+        )
+        router.addRoutes(gallery.endpoints, atPath: "/gallery")
+        router.addRoutes(OpsController(metrics: metrics, pieces: ArtCatalog.served.count).endpoints)
+        return router
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Hummingbird
+
+/// `GET /gallery/images` (the feed) and `GET /gallery/image?N` (one piece), as in the book's
+/// server, with real checksums, ETags and a real 404 for the missing pieces.
+struct GalleryController<Context: RequestContext>: Sendable {
+    let art: ArtStore
+    let feed: ByteBuffer
+    let feedETag: String
+    let metrics: GalleryMetrics
+    let faults: FaultInjector
+
+    init(art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector) throws {
+        self.art = art
+        self.metrics = metrics
+        self.faults = faults
+        let entries = Feed.make(seed: seed, checksums: art.pieces.map(\.checksum))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = try encoder.encode(entries)
+        feed = ByteBuffer(bytes: json)
+        feedETag = "\"feed-\(seed)-\(json.count)\""
+    }
+
+    var endpoints: RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        routes.get("images", use: images)
+        routes.get("image", use: image)
+        return routes
+    }
+
+    @Sendable func images(_ request: Request, context: Context) async throws -> Response {
+        if request.headers[.ifNoneMatch].map({ Self.matches($0, etag: feedETag) }) == true {
+            return Response(status: .notModified, headers: [.eTag: feedETag])
+        }
+        metrics.served(bytes: feed.readableBytes)
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .eTag: feedETag, .cacheControl: "no-cache"],
+            body: .init(byteBuffer: feed)
+        )
+    }
+
+    @Sendable func image(_ request: Request, context: Context) async throws -> Response {
+        let number = try Self.pieceNumber(request.uri.query)
+        metrics.imageRequest(piece: "\(number)")
+        guard ArtCatalog.missing.contains(number) == false else {
+            throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (pieces 0, 10 and 20 always are)")
+        }
+        let piece = art.pieces[number]
+        if faults.configuration.latency > .zero {
+            try await Task.sleep(for: faults.configuration.latency)
+        }
+        let fault = faults.next()
+        if fault == .fail {
+            throw HTTPError(.internalServerError, message: "injected failure (--failure-rate): retry the request")
+        }
+        var headers: HTTPFields = [
+            .contentType: "image/png",
+            .eTag: piece.etag,
+            .cacheControl: "public, max-age=3600",
+        ]
+        if request.headers[.ifNoneMatch].map({ Self.matches($0, etag: piece.etag) }) == true {
+            return Response(status: .notModified, headers: headers)
+        }
+        if fault == .truncate {
+            // Promise the whole image, send half, then drop the connection.
+            let whole = piece.png.readableBytes
+            let half = piece.png.getSlice(at: piece.png.readerIndex, length: whole / 2)!
+            return Response(status: .ok, headers: headers, body: ResponseBody(contentLength: whole) { writer in
+                try await writer.write(half)
+                throw TruncatedBody()
+            })
+        }
+        headers[.contentLength] = "\(piece.png.readableBytes)"
+        if request.method == .get { metrics.served(bytes: piece.png.readableBytes) }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: piece.png))
+    }
+
+    /// Parses the query of `/gallery/image?N`: one decimal number naming a piece.
+    static func pieceNumber(_ query: String?) throws -> Int {
+        guard let query, !query.isEmpty else {
+            throw HTTPError(.badRequest, message: "name a piece: /gallery/image?N with N in 0..<\(ArtCatalog.count)")
+        }
+        guard query.utf8.count <= 9, let number = Int(query) else {
+            throw HTTPError(.badRequest, message: "the query must be one piece number, got \(query.prefix(40).debugDescription)")
+        }
+        guard (0..<ArtCatalog.count).contains(number) else {
+            throw HTTPError(.notFound, message: "no piece \(number): pieces are 0..<\(ArtCatalog.count)")
+        }
+        return number
+    }
+
+    /// RFC 9110 If-None-Match: `*`, or a list of entity tags, weak ones compared weakly.
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
+    }
+}
+
+/// Thrown by a body writer to cut the connection mid-body (the truncation fault).
+struct TruncatedBody: Error {}

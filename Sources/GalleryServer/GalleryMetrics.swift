@@ -1,0 +1,60 @@
+import Metrics
+import NIOCore
+import Prometheus
+
+/// The gallery's counters, exported in Prometheus text format at `GET /metrics`.
+///
+/// Each gallery owns its registry (the global `MetricsSystem` is not bootstrapped), so several
+/// galleries in one process, as in tests, count separately. Thread-safe.
+public struct GalleryMetrics: Sendable {
+    /// The registry the counters live in.
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+
+    /// Creates counters in a new registry.
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(100), .milliseconds(1), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
+        ]
+        self.factory = factory
+    }
+
+    /// Counts one answered request by route (a fixed set, never the raw path) and status.
+    func request(route: String, status: Int) {
+        Counter(label: "gallery_http_requests_total", dimensions: [("route", route), ("status", "\(status)")], factory: factory)
+            .increment()
+    }
+
+    /// Counts one request for piece `N` (the query as given when it is not a piece number).
+    func imageRequest(piece: String) {
+        Counter(label: "gallery_image_requests_total", dimensions: [("piece", piece)], factory: factory).increment()
+    }
+
+    /// Adds `bytes` to the body bytes served.
+    func served(bytes: Int) {
+        Counter(label: "gallery_bytes_served_total", factory: factory).increment(by: bytes)
+    }
+
+    /// Records how long rendering one piece took.
+    func rendered(in duration: Duration) {
+        Timer(label: "gallery_render_duration_seconds", factory: factory).recordInterval(duration)
+    }
+
+    /// The Prometheus text exposition of every counter.
+    public func exposition() -> ByteBuffer {
+        var bytes: [UInt8] = []
+        registry.emit(into: &bytes)
+        return ByteBuffer(bytes: bytes)
+    }
+}
+
+extension Timer {
+    /// Records a `Duration` in nanoseconds.
+    func recordInterval(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

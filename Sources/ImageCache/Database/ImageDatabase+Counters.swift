@@ -1,0 +1,60 @@
+/// Live counters and the stats snapshot.
+extension ImageDatabase {
+    /// A snapshot of what the database has done and holds.
+    public struct Stats: Sendable, Hashable, Codable {
+        /// Lookups answered from memory.
+        public var memoryHits: Int
+        /// Lookups answered from disk.
+        public var diskHits: Int
+        /// Requests sent to the origin.
+        public var originFetches: Int
+        /// Callers that joined a download already in flight.
+        public var coalesced: Int
+        /// Loads that failed (each failure is remembered until its expiry).
+        public var failures: Int
+        /// Disk entries that failed their integrity check and were deleted.
+        public var corruptEntries: Int
+        /// Disk operations that failed (unwritable directory, full disk).
+        public var diskFailures: Int
+        /// Images in memory.
+        public var memoryEntries: Int
+        /// Bytes in memory.
+        public var memoryBytes: Int
+        /// Entries on disk.
+        public var diskEntries: Int
+        /// Bytes on disk.
+        public var diskBytes: Int
+        /// Whether the disk tier is in use.
+        public var diskAvailable: Bool
+    }
+
+    /// The current counts and sizes.
+    public func stats() -> Stats {
+        let memory = imageLoader.memory.usage
+        let disk = storage.usage
+        return Stats(
+            memoryHits: imageLoader.memory.hits.value,
+            diskHits: diskHits.value,
+            originFetches: originFetches.value,
+            coalesced: imageLoader.coalescedCounter.value,
+            failures: imageLoader.failureCounter.value,
+            corruptEntries: corruptEntries.value,
+            diskFailures: diskFailures.value,
+            memoryEntries: memory.count,
+            memoryBytes: memory.bytes,
+            diskEntries: disk.entries,
+            diskBytes: disk.bytes,
+            diskAvailable: isDiskAvailable
+        )
+    }
+
+    /// The number of disk hits so far, then each new count: the book's `onDiskAccess`.
+    /// Every call returns a new stream; any number may be followed at once.
+    public nonisolated var onDiskAccess: AsyncStream<Int> { diskHits.stream() }
+
+    /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
+    public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
+
+    /// The number of requests sent to the origin so far, then each new count.
+    public nonisolated var onOriginFetch: AsyncStream<Int> { originFetches.stream() }
+}

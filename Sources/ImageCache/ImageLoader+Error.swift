@@ -1,0 +1,60 @@
+/// Everything that can go wrong loading or caching an image.
+extension ImageLoader {
+    /// The ImageCache module's error; cases carry what is needed to act on them.
+    public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        /// A path or URL that cannot be turned into a request.
+        case invalidURL(String)
+        /// The origin answered with a non-2xx status.
+        case httpStatus(Int, url: String)
+        /// No complete answer within the timeout.
+        case timeout(url: String, seconds: Double)
+        /// The origin could not be reached, or the connection broke before the body was complete.
+        case connectionFailed(url: String, reason: String)
+        /// The body was larger than the limit; the download was stopped at the limit.
+        case bodyTooLarge(limit: Int, url: String)
+        /// The bytes do not hash to the SHA-256 the request expected; nothing was cached.
+        case checksumMismatch(expected: String, actual: String, url: String)
+        /// The processor failed, for example on an undecodable image.
+        case processingFailed(processor: String, reason: String)
+        /// A disk entry failed its integrity check; it was deleted.
+        case corruptEntry(file: String, reason: String)
+        /// A disk operation failed (unwritable directory, full disk).
+        case diskFailure(path: String, reason: String)
+
+        /// True when trying again soon may succeed: 5xx, 408, 429, timeouts, broken connections.
+        /// Such failures are remembered for ``ImageLoader/Configuration/transientFailureExpiry``,
+        /// the others for ``ImageLoader/Configuration/permanentFailureExpiry``.
+        public var isTransient: Bool {
+            switch self {
+            case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
+            case .timeout, .connectionFailed, .diskFailure, .corruptEntry: true
+            case .invalidURL, .bodyTooLarge, .checksumMismatch, .processingFailed: false
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case let .invalidURL(url):
+                "invalid image URL \(url): pass an absolute http(s) URL or configure a base URL"
+            case let .httpStatus(status, url):
+                status == 404 || status == 410
+                    ? "\(url) answered \(status): the image does not exist on the server"
+                    : "\(url) answered HTTP \(status): \(status >= 500 ? "the server failed, try again later" : "the request was refused")"
+            case let .timeout(url, seconds):
+                "\(url) did not answer within \(seconds) s: is the server up? try again or raise the timeout"
+            case let .connectionFailed(url, reason):
+                "cannot load \(url) (\(reason)): check that the server is running and reachable"
+            case let .bodyTooLarge(limit, url):
+                "\(url) sent more than \(limit) bytes: the download was stopped; raise the body limit if the image is genuine"
+            case let .checksumMismatch(expected, actual, url):
+                "\(url) sent bytes with SHA-256 \(actual), expected \(expected): the image is not the one the feed lists; it was not cached"
+            case let .processingFailed(processor, reason):
+                "processing \(processor) failed: \(reason)"
+            case let .corruptEntry(file, reason):
+                "cache entry \(file) is corrupt (\(reason)): it was deleted and will be fetched again"
+            case let .diskFailure(path, reason):
+                "disk cache at \(path) failed (\(reason)): images still load from memory and network; check free space and permissions or pass another cache directory"
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What to load: a URL, optionally a processor to apply (a variant such as "thumbnail 200"),
+/// and optionally the SHA-256 the original bytes must have.
+///
+/// The cache key is the URL plus the processor's identifier, so each variant is cached on its
+/// own while the original bytes are fetched once for all of them.
+public struct ImageRequest: Sendable {
+    /// The URL of the original image.
+    public var url: URL { didSet { cacheKey = Self.key(url, processor) } }
+    /// Extra request headers sent to the origin.
+    public var headers: [String: String]
+    /// The processor making this variant; `nil` for the original bytes.
+    public var processor: (any ImageProcessing)? { didSet { cacheKey = Self.key(url, processor) } }
+    /// Lowercase hex SHA-256 the original bytes must have (the feed's checksum); a mismatch is
+    /// an error and nothing is cached.
+    public var expectedSHA256: String?
+    /// When true, a remembered failure for this key is forgotten and the load is tried again.
+    public var retryingFailures: Bool
+
+    /// Creates a request.
+    /// - Parameter expectedSHA256: hex digest, with or without a `sha256:` prefix.
+    public init(
+        url: URL,
+        processor: (any ImageProcessing)? = nil,
+        expectedSHA256: String? = nil,
+        headers: [String: String] = [:],
+        retryingFailures: Bool = false
+    ) {
+        self.url = url
+        self.processor = processor
+        cacheKey = Self.key(url, processor)
+        self.expectedSHA256 = expectedSHA256.map { digest in
+            (digest.hasPrefix("sha256:") ? String(digest.dropFirst(7)) : digest).lowercased()
+        }
+        self.headers = headers
+        self.retryingFailures = retryingFailures
+    }
+
+    /// Creates a request for the original bytes of a `URLRequest` (URL and headers).
+    public init(_ urlRequest: URLRequest) throws(ImageLoader.Error) {
+        guard let url = urlRequest.url else { throw .invalidURL("a URLRequest without a URL") }
+        self.init(url: url, headers: urlRequest.allHTTPHeaderFields ?? [:])
+    }
+
+    /// The key this request's result is cached under: the URL, then `#` and the processor's
+    /// identifier for a variant. Computed once, when the URL or processor is set.
+    public private(set) var cacheKey: String
+
+    private static func key(_ url: URL, _ processor: (any ImageProcessing)?) -> String {
+        guard let processor else { return url.absoluteString }
+        return url.absoluteString + "#" + processor.identifier
+    }
+
+    /// The request for the original bytes this variant is made from.
+    public var original: ImageRequest {
+        var original = self
+        original.processor = nil
+        return original
+    }
+}

@@ -1,0 +1,137 @@
+/// A least-recently-used map bounded by total cost and by count, with O(1) lookup, insert,
+/// touch and eviction (a doubly linked list threaded through an array, plus a dictionary).
+///
+/// A plain value type: the owner guards it (an actor or a mutex).
+struct LRUCache<Key: Hashable, Value> {
+    private struct Node {
+        var key: Key
+        var value: Value
+        var cost: Int
+        var newer: Int  // towards the head (most recent); -1 at the head
+        var older: Int  // towards the tail (least recent); -1 at the tail
+    }
+
+    private var nodes: [Node] = []
+    private var free: [Int] = []
+    private var index: [Key: Int] = [:]
+    private var head = -1
+    private var tail = -1
+
+    /// Largest total cost kept; inserting past it evicts from the least recent end.
+    var costLimit: Int
+    /// Largest number of entries kept.
+    var countLimit: Int
+    /// Sum of the costs of the entries.
+    private(set) var totalCost = 0
+
+    init(costLimit: Int = .max, countLimit: Int = .max) {
+        self.costLimit = costLimit
+        self.countLimit = countLimit
+    }
+
+    var count: Int { index.count }
+    var isEmpty: Bool { index.isEmpty }
+
+    /// The value for `key`, marking it most recently used.
+    mutating func value(forKey key: Key) -> Value? {
+        guard let slot = index[key] else { return nil }
+        moveToHead(slot)
+        return nodes[slot].value
+    }
+
+    /// The value for `key`, without changing the order.
+    func peek(_ key: Key) -> Value? {
+        index[key].map { nodes[$0].value }
+    }
+
+    func contains(_ key: Key) -> Bool { index[key] != nil }
+
+    /// Inserts or replaces `key` as the most recent entry, then evicts least recent entries
+    /// (never the new one) until both limits hold. Returns what was evicted.
+    @discardableResult
+    mutating func insert(_ value: Value, forKey key: Key, cost: Int) -> [(key: Key, value: Value)] {
+        if let slot = index[key] {
+            totalCost += cost - nodes[slot].cost
+            nodes[slot].value = value
+            nodes[slot].cost = cost
+            moveToHead(slot)
+        } else {
+            let node = Node(key: key, value: value, cost: cost, newer: -1, older: -1)
+            let slot: Int
+            if let reused = free.popLast() {
+                nodes[reused] = node
+                slot = reused
+            } else {
+                nodes.append(node)
+                slot = nodes.count - 1
+            }
+            index[key] = slot
+            totalCost += cost
+            linkAtHead(slot)
+        }
+        var evicted: [(key: Key, value: Value)] = []
+        while (totalCost > costLimit || count > countLimit), tail != -1, tail != index[key] {
+            if let removed = removeLeastRecent() { evicted.append((removed.key, removed.value)) }
+        }
+        return evicted
+    }
+
+    /// Removes and returns the least recently used entry.
+    mutating func removeLeastRecent() -> (key: Key, value: Value, cost: Int)? {
+        guard tail != -1 else { return nil }
+        let node = nodes[tail]
+        _ = removeValue(forKey: node.key)
+        return (node.key, node.value, node.cost)
+    }
+
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Value? {
+        guard let slot = index.removeValue(forKey: key) else { return nil }
+        unlink(slot)
+        totalCost -= nodes[slot].cost
+        free.append(slot)
+        return nodes[slot].value
+    }
+
+    mutating func removeAll() {
+        nodes.removeAll()
+        free.removeAll()
+        index.removeAll()
+        head = -1
+        tail = -1
+        totalCost = 0
+    }
+
+    /// Keys from most to least recently used.
+    var keysByRecency: [Key] {
+        var keys: [Key] = []
+        var slot = head
+        while slot != -1 {
+            keys.append(nodes[slot].key)
+            slot = nodes[slot].older
+        }
+        return keys
+    }
+
+    private mutating func moveToHead(_ slot: Int) {
+        guard slot != head else { return }
+        unlink(slot)
+        linkAtHead(slot)
+    }
+
+    private mutating func linkAtHead(_ slot: Int) {
+        nodes[slot].newer = -1
+        nodes[slot].older = head
+        if head != -1 { nodes[head].newer = slot }
+        head = slot
+        if tail == -1 { tail = slot }
+    }
+
+    private mutating func unlink(_ slot: Int) {
+        let (newer, older) = (nodes[slot].newer, nodes[slot].older)
+        if newer != -1 { nodes[newer].older = older } else { head = older }
+        if older != -1 { nodes[older].newer = newer } else { tail = newer }
+        nodes[slot].newer = -1
+        nodes[slot].older = -1
+    }
+}

@@ -1,0 +1,74 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// Fetches images over HTTP with AsyncHTTPClient.
+///
+/// Only a 2xx answer is an image. The whole exchange has a deadline; the body is capped while it
+/// streams in (a declared `Content-Length` over the cap is refused before reading, an undeclared
+/// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
+public struct HTTPImageFetcher: ImageFetching {
+    /// The client; `HTTPClient.shared` by default.
+    public let client: HTTPClient
+    /// Deadline for the whole request, body included.
+    public var timeout: Duration
+    /// Largest accepted body in bytes.
+    public var maxBodySize: Int
+
+    /// Creates a fetcher.
+    public init(client: HTTPClient = .shared, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024) {
+        self.client = client
+        self.timeout = timeout
+        self.maxBodySize = maxBodySize
+    }
+
+    public func fetch(_ request: ImageRequest) async throws -> Image {
+        let url = request.url.absoluteString
+        guard let scheme = request.url.scheme, scheme == "http" || scheme == "https" else {
+            throw ImageLoader.Error.invalidURL(url)
+        }
+        var httpRequest = HTTPClientRequest(url: url)
+        for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
+        do {
+            let response = try await client.execute(httpRequest, deadline: deadline)
+            guard (200..<300).contains(response.status.code) else {
+                throw ImageLoader.Error.httpStatus(Int(response.status.code), url: url)
+            }
+            if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > maxBodySize {
+                throw ImageLoader.Error.bodyTooLarge(limit: maxBodySize, url: url)
+            }
+            let body = try await response.body.collect(upTo: maxBodySize)
+            let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
+            return Image(data: Array(buffer: body), contentType: contentType)
+        } catch let error as ImageLoader.Error {
+            throw error
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw Self.map(error, url: url, seconds: seconds, limit: maxBodySize)
+        }
+    }
+
+    /// Turns AsyncHTTPClient's and NIO's errors into the module's.
+    static func map(_ error: any Swift.Error, url: String, seconds: Double, limit: Int) -> any Swift.Error {
+        if error is NIOTooManyBytesError {
+            return ImageLoader.Error.bodyTooLarge(limit: limit, url: url)
+        }
+        if let clientError = error as? HTTPClientError {
+            switch clientError {
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
+                return ImageLoader.Error.timeout(url: url, seconds: seconds)
+            case .cancelled:
+                return CancellationError()
+            case .remoteConnectionClosed:
+                return ImageLoader.Error.connectionFailed(url: url, reason: "the connection closed before the body was complete")
+            default:
+                return ImageLoader.Error.connectionFailed(url: url, reason: "\(clientError)")
+            }
+        }
+        return ImageLoader.Error.connectionFailed(url: url, reason: "\(error)")
+    }
+}

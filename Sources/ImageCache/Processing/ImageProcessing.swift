@@ -1,0 +1,15 @@
+/// Makes a variant of an image, such as a 200x200 thumbnail.
+///
+/// The cache calls `process` off its actors, so an implementation may do seconds of CPU work;
+/// it must be safe to call from many tasks at once. The cache module has no image codec of its
+/// own: the app injects one (EmojiArt's thumbnailer uses libvips).
+public protocol ImageProcessing: Sendable {
+    /// A stable name for this variant, part of the cache key: `thumbnail-200-png`.
+    /// Two processors with the same identifier must produce the same output.
+    var identifier: String { get }
+
+    /// Makes the variant from the original image.
+    /// - Throws: any error; the cache reports it as ``ImageLoader/Error/processingFailed(processor:reason:)``
+    ///   and remembers it as a permanent failure.
+    func process(_ image: Image) async throws -> Image
+}

@@ -1,0 +1,88 @@
+/// The encoded formats `Imaging` reads.
+public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
+    case png, jpeg, webp, gif
+
+    /// The MIME type, e.g. `image/png`.
+    public var mimeType: String { "image/\(rawValue)" }
+
+    /// Maps a libvips loader name such as `VipsForeignLoadPngBuffer` to a format.
+    init?(loader: String) {
+        let name = loader.lowercased()
+        if name.contains("png") { self = .png }
+        else if name.contains("jpeg") { self = .jpeg }
+        else if name.contains("webp") { self = .webp }
+        else if name.contains("gif") { self = .gif }
+        else { return nil }
+    }
+}
+
+/// The encoded formats `Imaging` writes.
+public enum OutputFormat: Sendable, Hashable, CustomStringConvertible {
+    /// Lossless PNG.
+    case png
+    /// WebP at a quality from 1 to 100.
+    case webp(quality: Int)
+    /// JPEG at a quality from 1 to 100.
+    case jpeg(quality: Int)
+
+    /// The MIME type of the encoded output.
+    public var mimeType: String {
+        switch self {
+        case .png: "image/png"
+        case .webp: "image/webp"
+        case .jpeg: "image/jpeg"
+        }
+    }
+
+    /// A short stable name, usable in cache keys: `png`, `webp80`, `jpeg85`.
+    public var description: String {
+        switch self {
+        case .png: "png"
+        case let .webp(quality): "webp\(quality)"
+        case let .jpeg(quality): "jpeg\(quality)"
+        }
+    }
+}
+
+/// What a header says about an image, read without decoding its pixels.
+public struct ImageInfo: Sendable, Hashable {
+    /// The encoded format.
+    public var format: ImageFormat
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+    /// Number of bands: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA.
+    public var bands: Int
+    /// Whether the image has an alpha channel.
+    public var hasAlpha: Bool
+
+    /// Creates an info value.
+    public init(format: ImageFormat, width: Int, height: Int, bands: Int, hasAlpha: Bool) {
+        self.format = format
+        self.width = width
+        self.height = height
+        self.bands = bands
+        self.hasAlpha = hasAlpha
+    }
+}
+
+/// An encoded image with its pixel size, as produced by `Imaging`.
+public struct EncodedImage: Sendable, Hashable {
+    /// The encoded bytes.
+    public var data: [UInt8]
+    /// Width in pixels.
+    public var width: Int
+    /// Height in pixels.
+    public var height: Int
+    /// The MIME type of `data`.
+    public var mimeType: String
+
+    /// Creates an encoded image.
+    public init(data: [UInt8], width: Int, height: Int, mimeType: String) {
+        self.data = data
+        self.width = width
+        self.height = height
+        self.mimeType = mimeType
+    }
+}

@@ -1,0 +1,50 @@
+/// What can go wrong when reading, processing or writing an image.
+extension Imaging {
+    /// A typed imaging failure; each case carries what a user needs to act on it.
+    public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        /// The input has no bytes.
+        case empty
+        /// The bytes are not an image format libvips recognises. `looksLikeText` is true when
+        /// the input appears to be text, such as an HTML error page served instead of an image.
+        case unknownFormat(byteCount: Int, looksLikeText: Bool)
+        /// The format is recognised but not accepted (only PNG, JPEG, WebP and GIF are).
+        case unsupportedFormat(String)
+        /// The encoded input is larger than ``Limits/maxBytes``.
+        case inputTooLarge(bytes: Int, limit: Int)
+        /// The header declares more pixels than ``Limits/maxPixels``.
+        case tooManyPixels(width: Int, height: Int, limit: Int)
+        /// The image is truncated or corrupt: decoding its pixels failed.
+        case corrupt(format: ImageFormat, detail: String)
+        /// Processing or encoding the output failed.
+        case encodeFailed(format: String, detail: String)
+        /// A bad argument, such as a zero thumbnail size.
+        case invalidArgument(String)
+        /// libvips could not start.
+        case libraryUnavailable(String)
+
+        public var description: String {
+            switch self {
+            case .empty:
+                return "the image is empty (0 bytes): check that the download completed"
+            case let .unknownFormat(count, looksLikeText):
+                return looksLikeText
+                    ? "the \(count) bytes are text, not an image (an HTML error page?): check the URL"
+                    : "the \(count) bytes are not a known image format: expected PNG, JPEG, WebP or GIF"
+            case let .unsupportedFormat(name):
+                return "\(name) images are not accepted: convert to PNG, JPEG, WebP or GIF"
+            case let .inputTooLarge(bytes, limit):
+                return "the image is \(bytes) bytes, over the limit of \(limit): raise the byte limit or use a smaller file"
+            case let .tooManyPixels(width, height, limit):
+                return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit or use a smaller image"
+            case let .corrupt(format, detail):
+                return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): fetch it again"
+            case let .encodeFailed(format, detail):
+                return "encoding \(format) failed (\(detail))"
+            case let .invalidArgument(message):
+                return "invalid argument: \(message)"
+            case let .libraryUnavailable(message):
+                return "libvips could not start (\(message)): is libvips installed? run scripts/bootstrap"
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import CVips
+import Foundation
+
+extension Imaging {
+    /// Reads format, size and bands from the header, without decoding pixels.
+    ///
+    /// Checks ``Limits/maxBytes`` and ``Limits/maxPixels``. Safe to call concurrently.
+    /// - Throws: ``Error/empty``, ``Error/inputTooLarge(bytes:limit:)``,
+    ///   ``Error/unknownFormat(byteCount:looksLikeText:)``, ``Error/unsupportedFormat(_:)``,
+    ///   ``Error/tooManyPixels(width:height:limit:)`` or ``Error/corrupt(format:detail:)``.
+    public func probe(_ data: [UInt8]) throws(Error) -> ImageInfo {
+        try withBytes(data) { (bytes) throws(Error) in try probe(bytes) }
+    }
+
+    /// Shared by `probe` and `thumbnail`: every check that needs no pixels.
+    func probe(_ bytes: UnsafeRawBufferPointer) throws(Error) -> ImageInfo {
+        try Self.start()
+        guard bytes.count > 0, let base = bytes.baseAddress else { throw .empty }
+        guard bytes.count <= limits.maxBytes else {
+            throw .inputTooLarge(bytes: bytes.count, limit: limits.maxBytes)
+        }
+        guard let loader = vips_foreign_find_load_buffer(base, bytes.count) else {
+            _ = VipsRuntime.takeErrorMessage()
+            throw .unknownFormat(byteCount: bytes.count, looksLikeText: Self.looksLikeText(bytes))
+        }
+        let loaderName = String(cString: loader)
+        guard let format = ImageFormat(loader: loaderName) else {
+            throw .unsupportedFormat(loaderName.replacingOccurrences(of: "VipsForeignLoad", with: ""))
+        }
+        guard let header = cvips_image_new_from_buffer(base, bytes.count, "") else {
+            throw .corrupt(format: format, detail: VipsRuntime.takeErrorMessage())
+        }
+        let image = VipsImage(header)
+        let info = ImageInfo(
+            format: format, width: image.width, height: image.height,
+            bands: image.bands, hasAlpha: image.hasAlpha
+        )
+        // Multiplied in Int64-safe Int on 64-bit; headers can claim up to 2^31 per side.
+        guard info.width.multipliedReportingOverflow(by: info.height).partialValue <= limits.maxPixels,
+              info.width > 0, info.height > 0
+        else {
+            throw .tooManyPixels(width: info.width, height: info.height, limit: limits.maxPixels)
+        }
+        return info
+    }
+
+    /// True when the first bytes are printable ASCII, as in an HTML or JSON error body.
+    static func looksLikeText(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let head = bytes.prefix(256)
+        return !head.isEmpty && head.allSatisfy { $0 == 9 || $0 == 10 || $0 == 13 || (32..<127).contains($0) }
+    }
+}

@@ -1,0 +1,48 @@
+import CVips
+import Foundation
+
+/// The Swift face of libvips: probing, thumbnailing and encoding images, with limits against
+/// hostile input.
+///
+/// `Imaging` is a value type holding only its ``Limits``; every method is synchronous CPU work
+/// and safe to call from many tasks at once. Callers on an actor should run it off the actor's
+/// executor (a nonisolated or `@concurrent` function), because a thumbnail takes milliseconds.
+///
+/// libvips is started once, lazily and thread-safely, the first time any `Imaging` value is
+/// used. At start the operation cache is switched off (each image is seen once, as in an
+/// image server, so caching operations only costs memory) and libvips' own thread pool is set
+/// to one thread per pipeline: parallelism comes from running many images at once on Swift's
+/// cooperative pool, which scales with cores without oversubscribing them. Set the environment
+/// variable `VIPS_CONCURRENCY` to override the pool size.
+public struct Imaging: Sendable {
+    /// Bounds on what input is accepted, checked before any pixel is decoded.
+    public struct Limits: Sendable, Hashable {
+        /// Largest accepted width x height. Default: 50 megapixels, as in image servers.
+        public var maxPixels: Int
+        /// Largest accepted encoded input in bytes. Default: 50 MB.
+        public var maxBytes: Int
+
+        /// Creates limits.
+        public init(maxPixels: Int = 50_000_000, maxBytes: Int = 50 * 1024 * 1024) {
+            self.maxPixels = maxPixels
+            self.maxBytes = maxBytes
+        }
+
+        /// 50 megapixels and 50 MB.
+        public static let `default` = Limits()
+    }
+
+    /// The limits every call of this value enforces.
+    public var limits: Limits
+
+    /// Creates an image processor enforcing `limits`.
+    public init(limits: Limits = .default) {
+        self.limits = limits
+    }
+
+    /// Starts libvips if it has not been started yet; safe to call from any thread.
+    /// - Throws: ``Error/libraryUnavailable(_:)`` when libvips cannot start.
+    public static func start() throws(Error) {
+        try VipsRuntime.started.get()
+    }
+}

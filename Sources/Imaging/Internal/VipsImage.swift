@@ -1,0 +1,61 @@
+import CVips
+
+/// Owns one reference to a `VipsImage` and releases it on deinit. Never leaves the call that
+/// made it, so it needs no thread-safety of its own.
+final class VipsImage {
+    let pointer: UnsafeMutablePointer<CVips.VipsImage>
+
+    init(_ pointer: UnsafeMutablePointer<CVips.VipsImage>) {
+        self.pointer = pointer
+    }
+
+    /// Wraps the output of a libvips call that returns 0 on success and fills `out`.
+    /// `failure` turns libvips' message into the error the caller means (default: the stage failed).
+    static func make(
+        _ stage: String,
+        failure: ((String) -> Imaging.Error)? = nil,
+        _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CVips.VipsImage>?>) -> Int32
+    ) throws(Imaging.Error) -> VipsImage {
+        var out: UnsafeMutablePointer<CVips.VipsImage>?
+        guard body(&out) == 0, let out else {
+            let detail = VipsRuntime.takeErrorMessage()
+            throw failure?(detail) ?? .encodeFailed(format: stage, detail: detail)
+        }
+        return VipsImage(out)
+    }
+
+    deinit { cvips_unref(pointer) }
+
+    var width: Int { Int(vips_image_get_width(pointer)) }
+    var height: Int { Int(vips_image_get_height(pointer)) }
+    var bands: Int { Int(vips_image_get_bands(pointer)) }
+    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+
+    /// Encodes to `format`; the returned bytes are copied out of libvips' buffer.
+    func encode(_ format: OutputFormat, failure: ((String) -> Imaging.Error)? = nil) throws(Imaging.Error) -> [UInt8] {
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let status: Int32
+        switch format {
+        case .png: status = cvips_pngsave_buffer(pointer, &buffer, &length, 6)
+        case let .webp(quality): status = cvips_webpsave_buffer(pointer, &buffer, &length, Int32(quality))
+        case let .jpeg(quality): status = cvips_jpegsave_buffer(pointer, &buffer, &length, Int32(quality))
+        }
+        guard status == 0, let buffer else {
+            let detail = VipsRuntime.takeErrorMessage()
+            throw failure?(detail) ?? .encodeFailed(format: format.description, detail: detail)
+        }
+        defer { cvips_free(buffer) }
+        return [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))
+    }
+}
+
+/// `Array.withUnsafeBytes` is `rethrows`, which loses a typed error; this keeps it.
+func withBytes<R>(
+    _ data: [UInt8], _ body: (UnsafeRawBufferPointer) throws(Imaging.Error) -> R
+) throws(Imaging.Error) -> R {
+    let result = data.withUnsafeBytes { bytes in
+        Result { () throws(Imaging.Error) -> R in try body(bytes) }
+    }
+    return try result.get()
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import GalleryServer
+import Logging
+
+/// `emojiart gallery`: the book's gallery server.
+struct GalleryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gallery",
+        abstract: "Serve the emoji art gallery: GET /gallery/images (the feed) and GET /gallery/image?N.",
+        discussion: "Also GET /health and GET /metrics (Prometheus). Stops cleanly on Ctrl-C or SIGTERM. The fault options are for tests and demos and are off by default."
+    )
+
+    @OptionGroup var server: ServerOptions
+
+    @Option(help: "Seed of the feed's order and prices; the same seed gives the same feed.")
+    var seed: UInt64 = GalleryConfiguration.defaultSeed
+
+    @Option(help: "Delay each image request by this many milliseconds.")
+    var latency: Int = 0
+
+    @Option(help: "Probability (0-1) that an image request is answered 500.")
+    var failureRate: Double = 0
+
+    @Option(help: "Probability (0-1) that an image body is cut short after its headers.")
+    var truncateRate: Double = 0
+
+    @Option(help: "Seed of the fault generator.")
+    var faultSeed: UInt64 = 1
+
+    func validate() throws {
+        guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
+        guard (0...1).contains(failureRate), (0...1).contains(truncateRate), failureRate + truncateRate <= 1 else {
+            throw ValidationError("--failure-rate and --truncate-rate must be in 0...1 and add up to at most 1")
+        }
+    }
+
+    var galleryConfiguration: GalleryConfiguration {
+        GalleryConfiguration(
+            host: server.host, port: server.port ?? 8080, seed: seed,
+            faults: .init(latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate, seed: faultSeed)
+        )
+    }
+
+    func run() async throws {
+        let logger = Logger(label: "gallery")
+        let app = try await Gallery.buildApplication(galleryConfiguration, logger: logger) { port in
+            print("gallery: serving http://\(server.host):\(port)/gallery/images")
+        }
+        try await app.runService()
+    }
+}
+
+/// `--host` and `--port`, shared by the commands that serve HTTP.
+struct ServerOptions: ParsableArguments {
+    @Option(help: "Address to bind. Loopback by default; 0.0.0.0 exposes the server to the network.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to bind; 0 picks a free one.")
+    var port: Int?
+}

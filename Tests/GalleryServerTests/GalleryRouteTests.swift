@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+import GalleryServer
+import Hummingbird
+import HummingbirdTesting
+import Imaging
+import Testing
+
+@Suite struct GalleryRouteTests {
+    func gallery(_ configuration: GalleryConfiguration = .init(port: 0)) async throws -> some ApplicationProtocol {
+        try await Gallery.buildApplication(configuration)
+    }
+
+    func feed(_ client: some TestClientProtocol) async throws -> [ImageFile] {
+        try await client.execute(uri: "/gallery/images", method: .get) { response in
+            #expect(response.status == .ok)
+            #expect(response.headers[.contentType]?.hasPrefix("application/json") == true)
+            return try JSONDecoder().decode([ImageFile].self, from: Data(buffer: response.body))
+        }
+    }
+
+    @Test func feedListsEachOfTwentyNinePiecesThreeTimes() async throws {
+        try await gallery().test(.router) { client in
+            let feed = try await feed(client)
+            #expect(feed.count == 87)
+            let byURL = Dictionary(grouping: feed, by: \.url)
+            #expect(byURL.count == 29)
+            #expect(byURL.values.allSatisfy { $0.count == 3 })
+            #expect(Set(byURL.keys) == Set((0..<29).map { "/gallery/image?\($0)" }))
+            #expect(feed.first { $0.url == "/gallery/image?0" }?.name == "Grinning Face")
+            for entry in feed {
+                #expect((5...1000).contains(entry.price))
+                #expect(abs((entry.price * 100).rounded() - entry.price * 100) < 1e-6, "price \(entry.price) has more than two decimals")
+                #expect(entry.checksum.hasPrefix("sha256:") && entry.checksum.count == 7 + 64)
+                #expect(entry.name.first?.isUppercase == true && entry.name != entry.name.uppercased())
+            }
+            // Shuffled: not the three copies in piece order.
+            #expect(feed.map(\.url) != (0..<87).map { "/gallery/image?\($0 % 29)" })
+        }
+    }
+
+    @Test func feedIsDeterministicPerSeed() async throws {
+        let first = try await gallery(.init(port: 0, seed: 7)).test(.router) { try await feed($0) }
+        let again = try await gallery(.init(port: 0, seed: 7)).test(.router) { try await feed($0) }
+        let other = try await gallery(.init(port: 0, seed: 8)).test(.router) { try await feed($0) }
+        #expect(first == again)
+        #expect(first != other)
+    }
+
+    @Test func everyServedImageMatchesItsChecksum() async throws {
+        try await gallery().test(.router) { client in
+            let feed = try await feed(client)
+            let checksums = Dictionary(feed.map { ($0.url, $0.checksum) }, uniquingKeysWith: { first, _ in first })
+            for piece in ArtCatalog.served {
+                let url = "/gallery/image?\(piece)"
+                try await client.execute(uri: url, method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(response.headers[.contentType] == "image/png")
+                    let bytes = [UInt8](buffer: response.body)
+                    let hex = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+                    #expect("sha256:\(hex)" == checksums[url])
+                    #expect(response.headers[.eTag] == "\"\(hex)\"")
+                    let info = try Imaging().probe(bytes)
+                    #expect(info.format == .png && info.width == 360 && info.height == 650)
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [0, 10, 20])
+    func missingPiecesAnswerA404WithJSON(piece: Int) async throws {
+        try await gallery().test(.router) { client in
+            try await client.execute(uri: "/gallery/image?\(piece)", method: .get) { response in
+                #expect(response.status == .notFound)
+                let body = String(buffer: response.body)
+                #expect(body.contains("\"error\"") && body.contains("missing"))
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ("", HTTPResponse.Status.badRequest),
+        ("abc", .badRequest),
+        ("-1", .notFound),
+        ("29", .notFound),
+        ("1000000", .notFound),
+        (String(repeating: "9", count: 5000), .badRequest),
+        ("1&2", .badRequest),
+        ("N=5", .badRequest),
+        ("5%00", .badRequest),
+    ])
+    func badPieceNumbersAreClientErrors(query: String, status: HTTPResponse.Status) async throws {
+        try await gallery().test(.router) { client in
+            try await client.execute(uri: "/gallery/image?\(query)", method: .get) { response in
+                #expect(response.status == status)
+                #expect(String(buffer: response.body).contains("\"error\""))
+            }
+        }
+    }
+
+    @Test func etagAnswersNotModifiedAndHeadHasNoBody() async throws {
+        try await gallery().test(.router) { client in
+            let etag = try await client.execute(uri: "/gallery/image?5", method: .get) { response in
+                #expect(response.headers[.cacheControl]?.contains("max-age") == true)
+                return try #require(response.headers[.eTag])
+            }
+            try await client.execute(uri: "/gallery/image?5", method: .get, headers: [.ifNoneMatch: etag]) { response in
+                #expect(response.status == .notModified)
+                #expect(response.body.readableBytes == 0)
+            }
+            try await client.execute(uri: "/gallery/image?5", method: .get, headers: [.ifNoneMatch: "\"other\", \(etag)"]) { response in
+                #expect(response.status == .notModified)
+            }
+            try await client.execute(uri: "/gallery/image?6", method: .get, headers: [.ifNoneMatch: etag]) { response in
+                #expect(response.status == .ok)
+            }
+            try await client.execute(uri: "/gallery/image?5", method: .head) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "image/png")
+                #expect(response.body.readableBytes == 0)
+            }
+        }
+    }
+
+    @Test func metricsCountRequestsPerPieceAndRoute() async throws {
+        try await gallery().test(.router) { client in
+            for _ in 0..<3 { _ = try await client.execute(uri: "/gallery/image?7", method: .get) }
+            _ = try await client.execute(uri: "/gallery/image?10", method: .get)
+            _ = try await client.execute(uri: "/gallery/images", method: .get)
+            let text = try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                return String(buffer: response.body)
+            }
+            #expect(text.contains(#"gallery_image_requests_total{piece="7"} 3"#))
+            #expect(text.contains(#"gallery_image_requests_total{piece="10"} 1"#))
+            #expect(text.contains(#"gallery_http_requests_total{route="/gallery/image",status="200"} 3"#))
+            #expect(text.contains(#"gallery_http_requests_total{route="/gallery/image",status="404"} 1"#))
+            #expect(text.contains(#"gallery_http_requests_total{route="/gallery/images",status="200"} 1"#))
+            #expect(text.contains("gallery_bytes_served_total"))
+            #expect(text.contains("gallery_render_duration_seconds"))
+        }
+    }
+
+    @Test func healthSaysOK() async throws {
+        try await gallery().test(.router) { client in
+            try await client.execute(uri: "/health", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(String(buffer: response.body).contains("\"ok\""))
+            }
+        }
+    }
+
+    @Test func failureRateOneAnswersEveryImageWith500() async throws {
+        let faults = FaultInjection(failureRate: 1)
+        try await gallery(.init(port: 0, faults: faults)).test(.router) { client in
+            for piece in [1, 2, 3] {
+                try await client.execute(uri: "/gallery/image?\(piece)", method: .get) { response in
+                    #expect(response.status == .internalServerError)
+                }
+            }
+            // The feed is not an image request: unaffected.
+            #expect(try await feed(client).count == 87)
+        }
+    }
+
+    @Test func failureRateIsSeededAndRoughlyRight() async throws {
+        func statuses(seed: UInt64) async throws -> [UInt] {
+            try await gallery(.init(port: 0, faults: .init(failureRate: 0.5, seed: seed))).test(.router) { client in
+                var codes: [UInt] = []
+                for _ in 0..<40 {
+                    codes.append(UInt(try await client.execute(uri: "/gallery/image?1", method: .get).status.code))
+                }
+                return codes
+            }
+        }
+        let first = try await statuses(seed: 3)
+        #expect(try await statuses(seed: 3) == first)
+        let failures = first.filter { $0 == 500 }.count
+        #expect((8...32).contains(failures), "\(failures) of 40 failed at rate 0.5")
+    }
+
+    @Test func latencyDelaysImageRequests() async throws {
+        try await gallery(.init(port: 0, faults: .init(latency: .milliseconds(150)))).test(.router) { client in
+            let clock = ContinuousClock()
+            let start = clock.now
+            _ = try await client.execute(uri: "/gallery/image?1", method: .get)
+            #expect(start.duration(to: clock.now) >= .milliseconds(150))
+        }
+    }
+}

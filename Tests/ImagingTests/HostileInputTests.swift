@@ -1,0 +1,88 @@
+import Foundation
+import Imaging
+import Testing
+
+@Suite struct HostileInputTests {
+    let imaging = Imaging()
+
+    @Test func zeroBytes() {
+        #expect(throws: Imaging.Error.empty) { try imaging.thumbnail([], fitting: 200) }
+    }
+
+    @Test func randomBytes() {
+        var generator = SeededGenerator(seed: 42)
+        let noise = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        #expect(throws: Imaging.Error.unknownFormat(byteCount: 4096, looksLikeText: false)) {
+            try imaging.thumbnail(noise, fitting: 200)
+        }
+    }
+
+    @Test func htmlErrorPage() {
+        let page = Array("<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>\n".utf8)
+        let error = #expect(throws: Imaging.Error.self) { try imaging.thumbnail(page, fitting: 200) }
+        #expect(error == .unknownFormat(byteCount: page.count, looksLikeText: true))
+        #expect(error?.description.contains("HTML") == true)
+    }
+
+    @Test(arguments: ["portrait.png", "landscape.jpg", "photo.webp"])
+    func truncatedImage(name: String) throws {
+        let whole = try Fixtures.bytes(name)
+        let half = Array(whole.prefix(whole.count / 2))
+        let error = #expect(throws: Imaging.Error.self) { try imaging.thumbnail(half, fitting: 100) }
+        guard case .corrupt = error else {
+            Issue.record("expected .corrupt for truncated \(name), got \(String(describing: error))")
+            return
+        }
+    }
+
+    @Test func decompressionBombHeader() {
+        let bomb = Fixtures.pngBomb(width: 100_000, height: 100_000)
+        #expect(throws: Imaging.Error.tooManyPixels(width: 100_000, height: 100_000, limit: 50_000_000)) {
+            try imaging.probe(bomb)
+        }
+        #expect(throws: Imaging.Error.tooManyPixels(width: 100_000, height: 100_000, limit: 50_000_000)) {
+            try imaging.thumbnail(bomb, fitting: 200)
+        }
+    }
+
+    @Test func inputOverTheByteLimit() throws {
+        let input = try Fixtures.bytes("landscape.jpg")
+        let strict = Imaging(limits: .init(maxBytes: 10_000))
+        #expect(throws: Imaging.Error.inputTooLarge(bytes: input.count, limit: 10_000)) {
+            try strict.thumbnail(input, fitting: 200)
+        }
+    }
+
+    @Test func pixelLimitIsConfigurable() throws {
+        let strict = Imaging(limits: .init(maxPixels: 1000))
+        #expect(throws: Imaging.Error.tooManyPixels(width: 50, height: 30, limit: 1000)) {
+            try strict.thumbnail(Fixtures.bytes("tiny.png"), fitting: 20)
+        }
+    }
+
+    @Test func oneFailureDoesNotLeakIntoTheNextError() throws {
+        let whole = try Fixtures.bytes("portrait.png")
+        _ = try? imaging.thumbnail(Array(whole.prefix(whole.count / 2)), fitting: 100)
+        let error = #expect(throws: Imaging.Error.self) {
+            try imaging.thumbnail(Array(whole.prefix(whole.count / 3)), fitting: 100)
+        }
+        guard case let .corrupt(_, detail) = error else { Issue.record("expected .corrupt"); return }
+        // The second error names only its own failure, not the first one's too.
+        #expect(detail.components(separatedBy: "; ").count == Set(detail.components(separatedBy: "; ")).count)
+        // And a good image still works afterwards.
+        #expect(try imaging.thumbnail(whole, fitting: 100).height == 100)
+    }
+}
+
+/// A small deterministic generator (SplitMix64) so "random" inputs are the same every run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
