@@ -13,7 +13,7 @@ import TestSupport
     @Test func thousandConcurrentCallsForOneKeyMakeOneOriginRequest() async throws {
         let origin = TestOrigin()
         origin.set("one", .slow(.milliseconds(200), payload(1)))
-        try await origin.run { base in
+        try await origin.run { (base) async throws in
             let database = database()
             let request = ImageRequest(url: base.appendingPathComponent("images/one"))
             let images = try await withThrowingTaskGroup(of: Image.self) { group in
@@ -32,7 +32,7 @@ import TestSupport
     @Test func hundredKeysMakeHundredOriginRequests() async throws {
         let origin = TestOrigin()
         for key in 0..<100 { origin.set("k\(key)", .slow(.milliseconds(50), payload(key, size: 2_000))) }
-        try await origin.run { base in
+        try await origin.run { (base) async throws in
             let database = database()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for call in 0..<1000 {
@@ -52,7 +52,7 @@ import TestSupport
     @Test func concurrentDiskLookupsReadTheDiskOnce() async throws {
         let origin = TestOrigin()
         origin.set("disk", .image(payload(5)))
-        try await origin.run { base in
+        try await origin.run { (base) async throws in
             let request = ImageRequest(url: base.appendingPathComponent("images/disk"))
             _ = try await database().image(request)
             #expect(origin.requests("disk") == 1)
@@ -72,7 +72,7 @@ import TestSupport
     @Test func variantsShareOneOriginalFetch() async throws {
         let origin = TestOrigin()
         origin.set("art", .slow(.milliseconds(100), payload(9)))
-        try await origin.run { base in
+        try await origin.run { (base) async throws in
             let database = database()
             let url = base.appendingPathComponent("images/art")
             let small = ByteReversingProcessor(identifier: "small")

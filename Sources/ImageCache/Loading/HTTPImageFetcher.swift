@@ -9,15 +9,23 @@ import NIOHTTP1
 /// streams in (a declared `Content-Length` over the cap is refused before reading, an undeclared
 /// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
 public struct HTTPImageFetcher: ImageFetching {
-    /// The client; `HTTPClient.shared` by default.
+    /// The client; ``defaultClient`` unless one is given.
     public let client: HTTPClient
     /// Deadline for the whole request, body included.
     public var timeout: Duration
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
 
+    /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
+    /// 2-second connect timeout. AsyncHTTPClient retries a refused connection until the connect
+    /// timeout, so with its 10-second default a dead server would take that long to report.
+    public static let defaultClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: .init(timeout: .init(connect: .seconds(2)))
+    )
+
     /// Creates a fetcher.
-    public init(client: HTTPClient = .shared, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024) {
+    public init(client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024) {
         self.client = client
         self.timeout = timeout
         self.maxBodySize = maxBodySize

@@ -1,0 +1,186 @@
+import Foundation
+import ImageCache
+import Testing
+import TestSupport
+
+@Suite struct DiskTests {
+    let directory = TemporaryDirectory()
+
+    func database(sizeLimit: Int = 512 * 1024 * 1024) -> ImageDatabase {
+        ImageDatabase(configuration: .init(directory: directory.url, diskSizeLimit: sizeLimit, synchronizesWrites: false))
+    }
+
+    var entryFiles: [String] { directory.fileNames.filter { $0.count == 64 } }
+
+    @Test func restartServesFromDiskWithoutTheOrigin() async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image(payload(1)))
+        origin.set("b", .image(payload(2), contentType: "image/webp"))
+        try await origin.run { (base) async throws in
+            let requests = ["a", "b"].map { ImageRequest(url: base.appendingPathComponent("images/\($0)")) }
+            let first = database()
+            for request in requests { _ = try await first.image(request) }
+            #expect(origin.totalRequests == 2)
+
+            let second = database()
+            let report = try await second.setUp().get()
+            #expect(report.entries == 2)
+            let b = try await second.image(requests[1])
+            #expect(b.data == payload(2))
+            #expect(b.contentType == "image/webp")
+            _ = try await second.image(requests[0])
+            let stats = await second.stats()
+            #expect(stats.diskHits == 2 && stats.originFetches == 0)
+            #expect(origin.totalRequests == 2)
+            // Now in memory too.
+            _ = try await second.image(requests[0])
+            #expect(await second.stats().memoryHits == 1)
+        }
+    }
+
+    @Test(arguments: ["corrupt", "truncate", "empty"])
+    func aDamagedEntryIsDeletedCountedAndFetchedAgain(damage: String) async throws {
+        let origin = TestOrigin()
+        origin.set("x", .image(payload(7)))
+        try await origin.run { (base) async throws in
+            let request = ImageRequest(url: base.appendingPathComponent("images/x"))
+            _ = try await database().image(request)
+            let file = directory.url.appendingPathComponent(try #require(entryFiles.first))
+            var bytes = [UInt8](try Data(contentsOf: file))
+            switch damage {
+            case "corrupt": bytes[bytes.count - 100] ^= 0xFF
+            case "truncate": bytes.removeLast(bytes.count / 2)
+            default: bytes = []
+            }
+            try Data(bytes).write(to: file)
+
+            let reopened = database()
+            let image = try await reopened.image(request)
+            #expect(image.data == payload(7), "a damaged entry must never be served")
+            let stats = await reopened.stats()
+            #expect(stats.corruptEntries == 1)
+            #expect(stats.originFetches == 1)
+            #expect(origin.requests("x") == 2)
+            // The refetched entry replaced the bad one and reads back clean.
+            #expect(try reopened.storage.read(forKey: request.cacheKey)?.data == payload(7))
+        }
+    }
+
+    @Test func setUpRemovesLeftoversOfDeadWritersOnly() async throws {
+        let dead = directory.url.appendingPathComponent(".tmp-999999-abc")
+        let live = directory.url.appendingPathComponent(".tmp-\(getpid())-def")
+        try Data([1, 2, 3]).write(to: dead)
+        try Data([4, 5, 6]).write(to: live)
+        let report = try await database().setUp().get()
+        #expect(report.removedTemporaryFiles == 1)
+        #expect(!FileManager.default.fileExists(atPath: dead.path))
+        #expect(FileManager.default.fileExists(atPath: live.path))
+    }
+
+    @Test func sizeLimitIsNeverExceededByMoreThanOneEntry() throws {
+        let limit = 200_000
+        let storage = DiskStorage(directory: directory.url, sizeLimit: limit, synchronizesWrites: false)
+        try storage.setUp()
+        var largest = 0
+        for key in 0..<60 {
+            let size = 5_000 + (key * 7_919) % 40_000
+            largest = max(largest, size + 200)
+            try storage.write(Image(data: payload(key, size: size), contentType: "image/png"), forKey: "key-\(key)")
+            let onDisk = try entryFiles.reduce(0) { total, name in
+                total + (try FileManager.default.attributesOfItem(atPath: directory.url.appendingPathComponent(name).path)[.size] as! Int)
+            }
+            #expect(onDisk <= limit + largest, "\(onDisk) bytes on disk after write \(key)")
+            #expect(storage.usage.bytes == onDisk)
+        }
+        // Least recently used went first: the newest entries survive.
+        #expect(try storage.read(forKey: "key-59") != nil)
+        #expect(try storage.read(forKey: "key-0") == nil)
+    }
+
+    @Test func readingAnEntryKeepsItFromEviction() throws {
+        let storage = DiskStorage(directory: directory.url, sizeLimit: 100_000, synchronizesWrites: false)
+        try storage.setUp()
+        for key in 0..<3 { try storage.write(Image(data: payload(key), contentType: "image/png"), forKey: "k\(key)") }
+        _ = try storage.read(forKey: "k0")
+        try storage.write(Image(data: payload(3), contentType: "image/png"), forKey: "k3")
+        #expect(try storage.read(forKey: "k0") != nil)
+        #expect(try storage.read(forKey: "k1") == nil)
+    }
+
+    @Test(arguments: [
+        "../../etc/passwd",
+        "/etc/passwd",
+        String(repeating: "k", count: 10_240),
+        "nul\u{0}inside",
+        "images/../../../../tmp/escape",
+        "",
+    ])
+    func hostileKeysStayInsideTheDirectory(key: String) throws {
+        let storage = DiskStorage(directory: directory.url, synchronizesWrites: false)
+        try storage.setUp()
+        try storage.write(Image(data: payload(1, size: 100), contentType: "image/png"), forKey: key)
+        #expect(directory.fileNames == [storage.fileName(forKey: key)])
+        #expect(storage.fileName(forKey: key).count == 64)
+        #expect(try storage.read(forKey: key)?.data == payload(1, size: 100))
+        #expect(try storage.read(forKey: key + "x") == nil)
+    }
+
+    @Test func anUnwritableDirectoryFallsBackToMemoryAndNetwork() async throws {
+        let blocker = directory.url.appendingPathComponent("a-file")
+        try Data("not a directory".utf8).write(to: blocker)
+        let origin = TestOrigin()
+        origin.set("img", .image(payload(8)))
+        try await origin.run { (base) async throws in
+            let database = ImageDatabase(configuration: .init(directory: blocker.appendingPathComponent("cache")))
+            let result = await database.setUp()
+            guard case let .failure(error) = result else { Issue.record("setUp should report the bad directory"); return }
+            #expect(error.description.contains("cache directory"))
+            let request = ImageRequest(url: base.appendingPathComponent("images/img"))
+            #expect(try await database.image(request).data == payload(8))
+            #expect(try await database.image(request).data == payload(8))
+            let stats = await database.stats()
+            #expect(!stats.diskAvailable)
+            #expect(stats.diskFailures >= 1)
+            #expect(stats.memoryHits == 1 && stats.originFetches == 1)
+        }
+    }
+
+    @Test func aWriteFailureIsCountedAndTheImageStillLoads() async throws {
+        let origin = TestOrigin()
+        origin.set("img", .image(payload(8)))
+        try await origin.run { (base) async throws in
+            let database = database()
+            _ = try await database.setUp().get()
+            // The directory disappears under the running cache (a full or vanished disk).
+            try FileManager.default.removeItem(at: directory.url)
+            let request = ImageRequest(url: base.appendingPathComponent("images/img"))
+            #expect(try await database.image(request).data == payload(8))
+            #expect(await database.stats().diskFailures == 1)
+        }
+    }
+
+    @Test func setUpIndexesTenThousandEntries() async throws {
+        let writer = DiskStorage(directory: directory.url, synchronizesWrites: false)
+        try writer.setUp()
+        for key in 0..<10_000 {
+            try writer.write(Image(data: payload(key, size: 64), contentType: "image/png"), forKey: "entry-\(key)")
+            if key % 500 == 0 { await Task.yield() }
+        }
+        let reader = DiskStorage(directory: directory.url)
+        let report = try reader.setUp()
+        #expect(report.entries == 10_000)
+        #expect(report.bytes == writer.usage.bytes)
+        #expect(try reader.read(forKey: "entry-9876")?.data == payload(9876, size: 64))
+    }
+
+    @Test func twoStoragesOnOneDirectorySeeEachOthersEntries() throws {
+        let first = DiskStorage(directory: directory.url, synchronizesWrites: false)
+        let second = DiskStorage(directory: directory.url, synchronizesWrites: false)
+        try first.setUp()
+        try second.setUp()
+        try first.write(Image(data: payload(1), contentType: "image/png"), forKey: "shared")
+        #expect(try second.read(forKey: "shared")?.data == payload(1))
+        second.remove(forKey: "shared")
+        #expect(try first.read(forKey: "shared") == nil)
+    }
+}

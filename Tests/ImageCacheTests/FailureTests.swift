@@ -1,0 +1,137 @@
+import Clocks
+import Foundation
+import ImageCache
+import Testing
+import TestSupport
+
+@Suite struct FailureTests {
+    let directory = TemporaryDirectory()
+    let clock = TestClock<Duration>()
+
+    func database(_ loader: ImageLoader.Configuration = .init(), fetcher: any ImageFetching = HTTPImageFetcher()) -> ImageDatabase {
+        ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader), fetcher: fetcher, clock: clock)
+    }
+
+    @Test func serverErrorIsRememberedBrieflyThenRecovers() async throws {
+        let origin = TestOrigin()
+        origin.set("flaky", .status(500))
+        try await origin.run { (base) async throws in
+            let database = database(.init(transientFailureExpiry: .seconds(5)))
+            let request = ImageRequest(url: base.appendingPathComponent("images/flaky"))
+            await #expect(throws: ImageLoader.Error.httpStatus(500, url: request.url.absoluteString)) { try await database.image(request) }
+            // Remembered: fails fast without asking the origin again.
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            #expect(origin.requests("flaky") == 1)
+            guard case .failed(let reason, _) = await database.imageLoader.state(forKey: request.cacheKey) else {
+                Issue.record("expected a .failed state")
+                return
+            }
+            #expect(reason == .httpStatus(500, url: request.url.absoluteString))
+
+            origin.set("flaky", .image(payload(3)))
+            await clock.advance(by: .seconds(4))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            #expect(origin.requests("flaky") == 1)
+            await clock.advance(by: .seconds(1))
+            #expect(try await database.image(request).data == payload(3))
+            #expect(origin.requests("flaky") == 2)
+            #expect(await database.stats().failures == 1)
+        }
+    }
+
+    @Test func notFoundIsRememberedForTheLongExpiry() async throws {
+        let origin = TestOrigin()
+        try await origin.run { (base) async throws in
+            let database = database(.init(permanentFailureExpiry: .seconds(300), transientFailureExpiry: .seconds(5)))
+            let request = ImageRequest(url: base.appendingPathComponent("images/gone"))
+            await #expect(throws: ImageLoader.Error.httpStatus(404, url: request.url.absoluteString)) { try await database.image(request) }
+            origin.set("gone", .image(payload(1)))
+            await clock.advance(by: .seconds(60))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            #expect(origin.requests("gone") == 1)
+            await clock.advance(by: .seconds(240))
+            #expect(try await database.image(request).data == payload(1))
+        }
+    }
+
+    @Test func clearAndExplicitRetryForgetFailures() async throws {
+        let origin = TestOrigin()
+        try await origin.run { (base) async throws in
+            let database = database()
+            let request = ImageRequest(url: base.appendingPathComponent("images/later"))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            origin.set("later", .image(payload(2)))
+            var retry = request
+            retry.retryingFailures = true
+            #expect(try await database.image(retry).data == payload(2))
+
+            let other = ImageRequest(url: base.appendingPathComponent("images/other"))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(other) }
+            origin.set("other", .image(payload(4)))
+            await database.clearMemory()
+            #expect(try await database.image(other).data == payload(4))
+        }
+    }
+
+    @Test func checksumMismatchIsAnErrorAndNothingIsCached() async throws {
+        let origin = TestOrigin()
+        origin.set("wrong", .image(payload(6)))
+        try await origin.run { (base) async throws in
+            let database = database()
+            let url = base.appendingPathComponent("images/wrong")
+            let bad = ImageRequest(url: url, expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
+            let error = await #expect(throws: ImageLoader.Error.self) { try await database.image(bad) }
+            guard case .checksumMismatch = error else { Issue.record("expected checksumMismatch, got \(String(describing: error))"); return }
+            let stats = await database.stats()
+            #expect(stats.memoryEntries == 0 && stats.diskEntries == 0)
+            #expect(directory.fileNames.filter { $0.count == 64 }.isEmpty)
+        }
+    }
+
+    @Test func bodyOverTheLimitStopsEarly() async throws {
+        let origin = TestOrigin()
+        // 64 KB every millisecond for up to 64 MB; the limit is 512 KB.
+        origin.set("endless", .stream(chunk: 65_536, chunks: 1_000, interval: .milliseconds(1)))
+        try await origin.run { (base) async throws in
+            let database = database(fetcher: HTTPImageFetcher(maxBodySize: 512 * 1024))
+            let request = ImageRequest(url: base.appendingPathComponent("images/endless"))
+            let error = await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            #expect(error == .bodyTooLarge(limit: 512 * 1024, url: request.url.absoluteString))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(origin.streamedBytes < 16 * 1024 * 1024, "the server streamed \(origin.streamedBytes) bytes: the download did not stop early")
+        }
+    }
+
+    @Test func timeoutAndDeadServerAreTransientErrors() async throws {
+        let origin = TestOrigin()
+        origin.set("slow", .slow(.seconds(5), payload(1)))
+        let deadURL = try await origin.run { (base) async throws in
+            let database = database(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
+            let error = await #expect(throws: ImageLoader.Error.self) {
+                try await database.image(ImageRequest(url: base.appendingPathComponent("images/slow")))
+            }
+            guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return base }
+            #expect(error?.isTransient == true)
+            return base
+        }
+        // The origin has stopped: nothing listens on its port any more.
+        let error = await #expect(throws: ImageLoader.Error.self) {
+            try await database().image(ImageRequest(url: deadURL.appendingPathComponent("images/any")))
+        }
+        guard case .connectionFailed = error else { Issue.record("expected connectionFailed, got \(String(describing: error))"); return }
+        #expect(error?.description.contains("running") == true)
+    }
+
+    @Test func processingFailureIsPermanent() async throws {
+        let origin = TestOrigin()
+        origin.set("art", .image(payload(1)))
+        try await origin.run { (base) async throws in
+            let database = database()
+            let error = await #expect(throws: ImageLoader.Error.self) {
+                try await database.image(ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor()))
+            }
+            guard case .processingFailed = error else { Issue.record("expected processingFailed"); return }
+            #expect(error?.isTransient == false)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import ImageCache
+import Testing
+
+@Suite struct MemoryCacheTests {
+    func image(_ size: Int) -> Image {
+        Image(data: [UInt8](repeating: 1, count: size), contentType: "image/png")
+    }
+
+    @Test func evictsLeastRecentlyUsedFirstByCost() {
+        let cache = MemoryCache(costLimit: 10_000, countLimit: 100)
+        for key in ["a", "b", "c"] { cache.insert(image(900), forKey: key) }  // cost 900 + 9 + 64 each
+        _ = cache.image(forKey: "a")  // a is now the most recent
+        for key in ["d", "e", "f", "g", "h", "i", "j", "k"] { cache.insert(image(900), forKey: key) }
+        #expect(cache.usage.bytes <= 10_000)
+        #expect(cache.peek("b") == nil, "b was least recently used and must go first")
+        #expect(cache.peek("a") != nil, "a was touched and must outlive c")
+        #expect(cache.keys.first == "k")
+    }
+
+    @Test func evictsByCount() {
+        let cache = MemoryCache(costLimit: .max, countLimit: 3)
+        for key in ["a", "b", "c", "d"] { cache.insert(image(10), forKey: key) }
+        #expect(cache.usage.count == 3)
+        #expect(cache.keys == ["d", "c", "b"])
+    }
+
+    @Test func anImageOverATenthOfTheLimitIsNotKept() {
+        let cache = MemoryCache(costLimit: 10_000, countLimit: 100)
+        cache.insert(image(2_000), forKey: "big")
+        #expect(cache.peek("big") == nil)
+        cache.insert(image(500), forKey: "small")
+        #expect(cache.peek("small") != nil)
+    }
+
+    @Test func countsHitsNotMisses() async {
+        let cache = MemoryCache(costLimit: 10_000, countLimit: 10)
+        cache.insert(image(10), forKey: "a")
+        _ = cache.image(forKey: "a")
+        _ = cache.image(forKey: "a")
+        _ = cache.image(forKey: "missing")
+        let loader = ImageLoader()
+        await loader.add(image(10), forKey: "x")
+        _ = loader.cachedImage(forKey: "x")
+        var counts = loader.inMemoryAccess.makeAsyncIterator()
+        #expect(await counts.next() == 1)
+    }
+}
