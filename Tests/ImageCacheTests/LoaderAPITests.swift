@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ImageCache
+import Testing
+import TestSupport
+
+/// The entry points readers of the book and the article look for.
+@Suite struct LoaderAPITests {
+    @Test func bookAndArticleEntryPointsShareOneCache() async throws {
+        let origin = TestOrigin()
+        origin.set("p", .image(payload(4)))
+        try await origin.run { (base) async throws in
+            let thumbnail = ByteReversingProcessor(identifier: "thumbnail-200")
+            let loader = ImageLoader(configuration: .init(baseURL: base, processor: thumbnail))
+            let viaPath = try await loader.image("/images/p")
+            let url = base.appendingPathComponent("images/p")
+            let viaURL = try await loader.fetch(url)
+            let viaRequest = try await loader.fetch(URLRequest(url: url))
+            #expect(viaPath.data == payload(4).reversed())
+            #expect(viaURL == viaPath && viaRequest == viaPath)
+            #expect(origin.requests("p") == 1)
+            #expect(thumbnail.callCount == 1)
+            guard case .completed = await loader.state(forKey: url.absoluteString + "#thumbnail-200") else {
+                Issue.record("expected .completed")
+                return
+            }
+            var hits = loader.inMemoryAccess.makeAsyncIterator()
+            // The first call downloaded; the URL and URLRequest calls were memory hits.
+            #expect(await hits.next() == 2)
+        }
+    }
+
+    @Test func addAndClear() async throws {
+        let loader = ImageLoader()
+        let image = Image(data: payload(1, size: 10), contentType: "image/png")
+        await loader.add(image, forKey: "k")
+        #expect(loader.cachedImage(forKey: "k") == image)
+        await loader.clear()
+        #expect(loader.cachedImage(forKey: "k") == nil)
+        #expect(await loader.state(forKey: "k") == nil)
+    }
+
+    @Test func aPathWithoutABaseURLIsAClearError() async {
+        let loader = ImageLoader()
+        await #expect(throws: ImageLoader.Error.invalidURL("/gallery/image?1")) { try await loader.image("/gallery/image?1") }
+    }
+
+    @Test func inFlightStateIsVisibleWhileDownloading() async throws {
+        let fetcher = StallingFetcher(release: .seconds(30))
+        let loader = ImageLoader(fetcher: fetcher)
+        let url = URL(string: "http://127.0.0.1:1/x")!
+        let task = Task { try await loader.fetch(url) }
+        #expect(try await eventually { fetcher.started == 1 })
+        guard case .inProgress = await loader.state(forKey: url.absoluteString) else {
+            Issue.record("expected .inProgress")
+            return
+        }
+        #expect(await loader.cache.count == 1)
+        task.cancel()
+    }
+
+    @Test func databaseStreamsCountDiskAndOriginAccess() async throws {
+        let origin = TestOrigin()
+        origin.set("s", .image(payload(5)))
+        let directory = TemporaryDirectory()
+        try await origin.run { (base) async throws in
+            let request = ImageRequest(url: base.appendingPathComponent("images/s"))
+            let first = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            var origins = first.onOriginFetch.makeAsyncIterator()
+            #expect(await origins.next() == 0)
+            _ = try await first.image(request)
+            #expect(await origins.next() == 1)
+
+            let second = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            var disk = second.onDiskAccess.makeAsyncIterator()
+            #expect(await disk.next() == 0)
+            _ = try await second.image(request)
+            #expect(await disk.next() == 1)
+            var memory = second.onMemoryAccess.makeAsyncIterator()
+            _ = try await second.image(request)
+            #expect(await memory.next() == 1)
+
+            await second.store(image: Image(data: [1, 2, 3], contentType: "image/png"), forKey: "manual")
+            #expect(try second.storage.read(forKey: "manual")?.data == [1, 2, 3])
+            await second.clear()
+            #expect(second.storage.usage.entries == 0)
+            #expect(directory.fileNames.filter { $0.count == 64 }.isEmpty)
+        }
+    }
+}
