@@ -9,14 +9,18 @@ public struct FaultInjection: Sendable, Hashable {
     public var failureRate: Double
     /// Probability (0...1) that an image body is cut short after headers promised all of it.
     public var truncateRate: Double
+    /// Probability (0...1) that an image is served whole but with altered bytes, so it no longer
+    /// matches the feed's checksum.
+    public var corruptRate: Double
     /// Seed of the fault generator.
     public var seed: UInt64
 
     /// Creates a fault configuration; the default injects nothing.
-    public init(latency: Duration = .zero, failureRate: Double = 0, truncateRate: Double = 0, seed: UInt64 = 1) {
+    public init(latency: Duration = .zero, failureRate: Double = 0, truncateRate: Double = 0, corruptRate: Double = 0, seed: UInt64 = 1) {
         self.latency = latency
         self.failureRate = failureRate
         self.truncateRate = truncateRate
+        self.corruptRate = corruptRate
         self.seed = seed
     }
 
@@ -24,12 +28,12 @@ public struct FaultInjection: Sendable, Hashable {
     public static let none = FaultInjection()
 
     /// Whether any fault is switched on.
-    public var isActive: Bool { latency > .zero || failureRate > 0 || truncateRate > 0 }
+    public var isActive: Bool { latency > .zero || failureRate > 0 || truncateRate > 0 || corruptRate > 0 }
 }
 
 /// What to do to one image request.
 enum Fault: Equatable {
-    case none, fail, truncate
+    case none, fail, truncate, corrupt
 }
 
 /// Draws faults from a seeded generator behind a mutex. Thread-safe.
@@ -44,10 +48,12 @@ final class FaultInjector: Sendable {
 
     /// Draws the fault for the next image request.
     func next() -> Fault {
-        guard configuration.failureRate > 0 || configuration.truncateRate > 0 else { return .none }
+        let (fail, truncate, corrupt) = (configuration.failureRate, configuration.truncateRate, configuration.corruptRate)
+        guard fail + truncate + corrupt > 0 else { return .none }
         let draw = random.withLock { Double.random(in: 0..<1, using: &$0) }
-        if draw < configuration.failureRate { return .fail }
-        if draw < configuration.failureRate + configuration.truncateRate { return .truncate }
+        if draw < fail { return .fail }
+        if draw < fail + truncate { return .truncate }
+        if draw < fail + truncate + corrupt { return .corrupt }
         return .none
     }
 }

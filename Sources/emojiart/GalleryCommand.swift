@@ -24,20 +24,27 @@ struct GalleryCommand: AsyncParsableCommand {
     @Option(help: "Probability (0-1) that an image body is cut short after its headers.")
     var truncateRate: Double = 0
 
+    @Option(help: "Probability (0-1) that an image is served whole but with altered bytes (a checksum mismatch).")
+    var corruptRate: Double = 0
+
     @Option(help: "Seed of the fault generator.")
     var faultSeed: UInt64 = 1
 
     func validate() throws {
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
-        guard (0...1).contains(failureRate), (0...1).contains(truncateRate), failureRate + truncateRate <= 1 else {
-            throw ValidationError("--failure-rate and --truncate-rate must be in 0...1 and add up to at most 1")
+        let rates = [failureRate, truncateRate, corruptRate]
+        guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
+            throw ValidationError("--failure-rate, --truncate-rate and --corrupt-rate must be in 0...1 and add up to at most 1")
         }
     }
 
     var galleryConfiguration: GalleryConfiguration {
         GalleryConfiguration(
             host: server.host, port: server.port ?? 8080, seed: seed,
-            faults: .init(latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate, seed: faultSeed)
+            faults: .init(
+                latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate,
+                corruptRate: corruptRate, seed: faultSeed
+            )
         )
     }
 

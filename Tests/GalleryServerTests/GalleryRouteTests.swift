@@ -179,6 +179,20 @@ import Testing
         #expect((8...32).contains(failures), "\(failures) of 40 failed at rate 0.5")
     }
 
+    @Test func corruptRateOneServesWholeBodiesThatFailTheirChecksum() async throws {
+        try await gallery(.init(port: 0, faults: .init(corruptRate: 1))).test(.router) { client in
+            let feed = try await feed(client)
+            let entry = try #require(feed.first { $0.url == "/gallery/image?8" })
+            try await client.execute(uri: entry.url, method: .get) { response in
+                #expect(response.status == .ok)
+                let bytes = [UInt8](buffer: response.body)
+                #expect(response.headers[.contentLength] == "\(bytes.count)")
+                let hex = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+                #expect(entry.checksum != "sha256:\(hex)")
+            }
+        }
+    }
+
     @Test func latencyDelaysImageRequests() async throws {
         try await gallery(.init(port: 0, faults: .init(latency: .milliseconds(150)))).test(.router) { client in
             let clock = ContinuousClock()

@@ -1,0 +1,66 @@
+import Synchronization
+
+/// A value that any number of listeners can follow as an `AsyncStream`: each new stream starts
+/// with the current value, then gets every change (only the newest when a listener lags).
+///
+/// Thread-safe (a `Mutex`); updates never suspend. The cache's hit counters are built on it,
+/// and apps can use it for their own live state, such as progress.
+public final class LiveValue<Value: Sendable>: Sendable {
+    private struct State {
+        var value: Value
+        var nextID = 0
+        var listeners: [Int: AsyncStream<Value>.Continuation] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a live value starting at `initial`.
+    public init(_ initial: Value) {
+        state = Mutex(State(value: initial))
+    }
+
+    /// The current value.
+    public var value: Value { state.withLock { $0.value } }
+
+    /// Changes the value and sends the result to every listener.
+    public func update(_ change: (inout Value) -> Void) {
+        state.withLock { state in
+            change(&state.value)
+            for listener in state.listeners.values { listener.yield(state.value) }
+        }
+    }
+
+    /// A new stream of values, starting with the current one. It ends when this value is
+    /// deallocated or the listener stops iterating.
+    public func stream() -> AsyncStream<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
+        let id = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.listeners[id] = continuation
+            continuation.yield(state.value)
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    deinit {
+        state.withLock { state in
+            for listener in state.listeners.values { listener.finish() }
+        }
+    }
+}
+
+/// A live count of events.
+typealias LiveCounter = LiveValue<Int>
+
+extension LiveValue where Value == Int {
+    convenience init() { self.init(0) }
+
+    func increment(by amount: Int = 1) {
+        update { $0 += amount }
+    }
+}
