@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// `emojiart`: the gallery server, the web app, terminal sync and image tools in one executable.
 @main
@@ -6,6 +7,15 @@ struct EmojiArtCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emojiart",
         abstract: "EmojiArt for Linux: an emoji art gallery, an image cache and the app that shows them.",
-        subcommands: [GalleryCommand.self, ThumbnailCommand.self]
+        subcommands: [
+            ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, CacheCommand.self, ThumbnailCommand.self,
+        ],
+        defaultSubcommand: ServeCommand.self
     )
+}
+
+/// Prints a line at once, even when stdout is a pipe or a file (where `print` is block-buffered),
+/// so whoever started the process sees the URL to open right away.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

@@ -51,7 +51,7 @@ struct GalleryCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = Logger(label: "gallery")
         let app = try await Gallery.buildApplication(galleryConfiguration, logger: logger) { port in
-            print("gallery: serving http://\(server.host):\(port)/gallery/images")
+            say("gallery: serving http://\(server.host):\(port)/gallery/images")
         }
         try await app.runService()
     }

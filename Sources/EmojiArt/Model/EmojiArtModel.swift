@@ -1,0 +1,200 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import ImageCache
+import NIOCore
+
+/// The book's `EmojiArtModel`: loads the gallery's feed, then verifies every image
+/// concurrently, publishing progress as it goes.
+///
+/// Isolation: an actor guarding the feed and the statuses. Downloads go through the
+/// ``ImageDatabase`` (so verification warms the cache) and are hashed in child tasks, off the
+/// actor. ``phase`` and ``progress`` are ``LiveValue``s: follow them with `stream()` from anywhere.
+public actor EmojiArtModel {
+    /// Where the model stands.
+    public enum Phase: Sendable, Hashable {
+        /// Nothing started yet.
+        case idle
+        /// Fetching the feed.
+        case loadingFeed
+        /// Verifying the images.
+        case verifying
+        /// Every entry has a final status.
+        case ready
+        /// The feed could not be loaded; the message says why and what to do.
+        case failed(String)
+    }
+
+    /// The model's errors.
+    public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        /// The gallery did not answer or answered with an error.
+        case galleryUnavailable(url: String, reason: String)
+        /// The gallery answered, but not with a feed.
+        case invalidFeed(url: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case let .galleryUnavailable(url, reason):
+                "the gallery at \(url) is not answering (\(reason)): start it with `emojiart gallery`, or pass --gallery URL, then retry"
+            case let .invalidFeed(url, reason):
+                "\(url) did not send a valid feed (\(reason)): is --gallery the URL of an EmojiArt gallery?"
+            }
+        }
+    }
+
+    /// The gallery's base URL, e.g. `http://127.0.0.1:8080`.
+    public nonisolated let galleryURL: URL
+    /// The cache every image goes through.
+    public nonisolated let database: ImageDatabase
+    /// How many images are verified at once.
+    public nonisolated let concurrency: Int
+    /// Where the model stands, live.
+    public nonisolated let phase = LiveValue<Phase>(.idle)
+    /// Verification progress, live.
+    public nonisolated let progress = LiveValue(VerificationProgress(total: 0))
+    /// The feed, readable from anywhere without waiting for the actor.
+    public nonisolated let feed = LiveValue<[ImageFile]>([])
+
+    /// The feed, as loaded by ``loadImages()``.
+    public private(set) var imageFeed: [ImageFile] = []
+    /// The status of each feed entry, by index in ``imageFeed``.
+    public private(set) var statuses: [VerificationStatus] = []
+
+    private let client: HTTPClient
+    private var run: Task<Void, Never>?
+
+    /// Creates a model.
+    /// - Parameters:
+    ///   - concurrency: images verified at once, at least 1.
+    public init(galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = HTTPImageFetcher.defaultClient) {
+        self.galleryURL = galleryURL
+        self.database = database
+        self.concurrency = max(1, concurrency)
+        self.client = client
+    }
+
+    /// The absolute URL of a feed entry's image.
+    public nonisolated func imageURL(_ file: ImageFile) -> URL {
+        URL(string: file.url, relativeTo: galleryURL)?.absoluteURL ?? galleryURL.appendingPathComponent(file.url)
+    }
+
+    /// Fetches the feed from `GET /gallery/images`.
+    /// - Throws: ``Error/galleryUnavailable(url:reason:)`` or ``Error/invalidFeed(url:reason:)``.
+    @discardableResult
+    public func loadImages() async throws -> [ImageFile] {
+        let url = galleryURL.appendingPathComponent("gallery/images").absoluteString
+        let body: ByteBuffer
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(15))
+            guard response.status == .ok else {
+                throw Error.galleryUnavailable(url: url, reason: "HTTP \(response.status.code)")
+            }
+            body = try await response.body.collect(upTo: 4 * 1024 * 1024)
+        } catch let error as Error {
+            throw error
+        } catch {
+            throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
+        }
+        let feed: [ImageFile]
+        do {
+            feed = try JSONDecoder().decode([ImageFile].self, from: Data(body.readableBytesView))
+        } catch {
+            throw Error.invalidFeed(url: url, reason: "\(error)")
+        }
+        imageFeed = feed
+        self.feed.update { $0 = feed }
+        statuses = Array(repeating: .pending, count: feed.count)
+        progress.update { $0 = VerificationProgress(total: feed.count) }
+        return feed
+    }
+
+    /// Downloads every entry of the feed through the cache, hashes it and compares it with the
+    /// feed's checksum, `concurrency` at a time. One bad entry never stops the others.
+    /// - Parameter retryingFailures: forget failures the cache remembers (an explicit retry).
+    /// - Returns: the final counts.
+    @discardableResult
+    public func verifyImages(retryingFailures: Bool = false) async -> VerificationProgress {
+        let requests = imageFeed.map { file in
+            ImageRequest(url: imageURL(file), expectedSHA256: file.checksum, retryingFailures: retryingFailures)
+        }
+        let database = database
+        await withTaskGroup(of: (Int, VerificationStatus).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < requests.count else { return }
+                let (index, request) = (next, requests[next])
+                next += 1
+                group.addTask { (index, await Self.verify(request, database: database)) }
+            }
+            for _ in 0..<concurrency { addNext() }
+            for await (index, status) in group {
+                statuses[index] = status
+                progress.update { $0.record(status) }
+                addNext()
+            }
+        }
+        return progress.value
+    }
+
+    /// Loads the feed and verifies it, updating ``phase``; a failure ends in `.failed`.
+    public func loadAndVerify(retryingFailures: Bool = false) async {
+        phase.update { $0 = .loadingFeed }
+        do {
+            try await loadImages()
+        } catch {
+            phase.update { $0 = .failed("\(error)") }
+            return
+        }
+        phase.update { $0 = .verifying }
+        await verifyImages(retryingFailures: retryingFailures)
+        phase.update { $0 = .ready }
+    }
+
+    /// Starts ``loadAndVerify(retryingFailures:)`` in the background unless it is running.
+    public func start(retryingFailures: Bool = false) {
+        if run != nil, phase.value == .loadingFeed || phase.value == .verifying { return }
+        run = Task { await self.loadAndVerify(retryingFailures: retryingFailures) }
+    }
+
+    /// Waits for the background run started by ``start(retryingFailures:)``.
+    public func waitUntilDone() async {
+        await run?.value
+    }
+
+    /// The feed entry at `index` and its status.
+    public func entry(at index: Int) -> (file: ImageFile, status: VerificationStatus)? {
+        guard imageFeed.indices.contains(index) else { return nil }
+        return (imageFeed[index], statuses[index])
+    }
+
+    /// The first feed entry for piece `number` and its status.
+    public func entry(piece number: Int) -> (file: ImageFile, status: VerificationStatus)? {
+        guard let index = imageFeed.firstIndex(where: { $0.pieceNumber == number }) else { return nil }
+        return (imageFeed[index], statuses[index])
+    }
+
+    /// Every entry with its status, in feed order.
+    public var entries: [(file: ImageFile, status: VerificationStatus)] {
+        Array(zip(imageFeed, statuses))
+    }
+
+    /// Verifies one entry: load through the cache, hash, compare.
+    private nonisolated static func verify(_ request: ImageRequest, database: ImageDatabase) async -> VerificationStatus {
+        do {
+            let image = try await database.image(request)
+            let actual = SHA256.hash(data: image.data).map { String(format: "%02x", $0) }.joined()
+            guard let expected = request.expectedSHA256, actual == expected else {
+                return .mismatch(expected: request.expectedSHA256 ?? "none", actual: actual)
+            }
+            return .verified
+        } catch {
+            return VerificationStatus(error)
+        }
+    }
+
+    /// A short reason for a network error.
+    static func reason(_ error: any Swift.Error) -> String {
+        if let clientError = error as? HTTPClientError { return "\(clientError)" }
+        return String(describing: error)
+    }
+}

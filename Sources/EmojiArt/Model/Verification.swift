@@ -1,0 +1,94 @@
+import ImageCache
+
+/// How verifying one feed entry ended.
+public enum VerificationStatus: Sendable, Hashable {
+    /// Not verified yet.
+    case pending
+    /// The downloaded bytes hash to the feed's checksum.
+    case verified
+    /// The bytes hash to something else.
+    case mismatch(expected: String, actual: String)
+    /// The gallery answered 404 (pieces 0, 10 and 20 always do).
+    case missing
+    /// Any other failure: server error, timeout, broken connection.
+    case failed(String)
+
+    /// A short label: "verified", "mismatch", "missing", "failed", "pending".
+    public var label: String {
+        switch self {
+        case .pending: "pending"
+        case .verified: "verified"
+        case .mismatch: "mismatch"
+        case .missing: "missing"
+        case .failed: "failed"
+        }
+    }
+
+    /// A sentence for people.
+    public var explanation: String {
+        switch self {
+        case .pending: "Not verified yet."
+        case .verified: "The image matches the gallery's checksum."
+        case let .mismatch(expected, actual):
+            "The image does not match the gallery's checksum (expected \(expected.prefix(12))…, got \(actual.prefix(12))…)."
+        case .missing: "The gallery does not have this image (404)."
+        case let .failed(reason): "The image could not be loaded: \(reason)"
+        }
+    }
+
+    /// Classifies a load error.
+    init(_ error: any Error) {
+        switch error {
+        case ImageLoader.Error.httpStatus(404, _), ImageLoader.Error.httpStatus(410, _):
+            self = .missing
+        case let ImageLoader.Error.checksumMismatch(expected, actual, _):
+            self = .mismatch(expected: expected, actual: actual)
+        default:
+            self = .failed("\(error)")
+        }
+    }
+}
+
+/// Where verification stands: published live while it runs.
+public struct VerificationProgress: Sendable, Hashable, Codable {
+    /// Entries in the feed.
+    public var total: Int
+    /// Entries finished, whatever their outcome.
+    public var completed: Int
+    /// Entries whose checksum matched.
+    public var verified: Int
+    /// Entries whose checksum did not match.
+    public var mismatched: Int
+    /// Entries the gallery does not have (404).
+    public var missing: Int
+    /// Entries that failed otherwise.
+    public var failed: Int
+
+    /// Creates progress for `total` entries, none finished.
+    public init(total: Int) {
+        self.total = total
+        completed = 0
+        verified = 0
+        mismatched = 0
+        missing = 0
+        failed = 0
+    }
+
+    /// Finished share, 0...1.
+    public var fraction: Double { total == 0 ? 1 : Double(completed) / Double(total) }
+
+    /// Whether every entry has finished.
+    public var isComplete: Bool { completed == total }
+
+    /// Counts one finished entry.
+    mutating func record(_ status: VerificationStatus) {
+        completed += 1
+        switch status {
+        case .verified: verified += 1
+        case .mismatch: mismatched += 1
+        case .missing: missing += 1
+        case .failed: failed += 1
+        case .pending: break
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import ImageCache
+
+/// `emojiart sync`: load the feed, verify it, fetch every thumbnail, and report.
+public struct Sync: Sendable {
+    /// What a sync found.
+    public struct Report: Sendable {
+        /// Verification counts.
+        public var progress: VerificationProgress
+        /// Thumbnails made or found.
+        public var thumbnails: Int
+        /// The cache's counters at the end.
+        public var stats: ImageDatabase.Stats
+        /// Wall time.
+        public var duration: Duration
+        /// Entries that did not verify, with why.
+        public var problems: [(file: ImageFile, status: VerificationStatus)]
+
+        /// Success means every present image verified: no mismatch and no failure (missing
+        /// pieces are expected: the gallery never has 0, 10 and 20).
+        public var succeeded: Bool { progress.mismatched == 0 && progress.failed == 0 }
+    }
+
+    /// The model doing the work.
+    public let model: EmojiArtModel
+    /// The thumbnail variant fetched for every piece.
+    public let thumbnail: ThumbnailProcessor
+
+    /// Creates a sync over `model` fetching `thumbnailSize` thumbnails.
+    public init(model: EmojiArtModel, thumbnailSize: Int = 200) {
+        self.model = model
+        thumbnail = ThumbnailProcessor(size: thumbnailSize)
+    }
+
+    /// Runs the sync. `onProgress` is called with each progress update.
+    /// - Throws: ``EmojiArtModel/Error`` when the feed cannot be loaded.
+    public func run(onProgress: @escaping @Sendable (VerificationProgress) -> Void = { _ in }) async throws -> Report {
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await model.loadImages()
+        let follower = Task {
+            for await progress in model.progress.stream() { onProgress(progress) }
+        }
+        let progress = await model.verifyImages()
+        follower.cancel()
+        onProgress(progress)
+        let entries = await model.entries
+        let thumbnails = await withTaskGroup(of: Bool.self) { group in
+            for (file, status) in entries where status == .verified {
+                let request = ImageRequest(url: model.imageURL(file), processor: thumbnail, expectedSHA256: file.checksum)
+                group.addTask { (try? await model.database.image(request)) != nil }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        return Report(
+            progress: progress,
+            thumbnails: thumbnails,
+            stats: await model.database.stats(),
+            duration: start.duration(to: clock.now),
+            problems: entries.filter { $0.status != .verified }
+        )
+    }
+}
+
+/// Text rendering for terminals.
+public enum TerminalText {
+    /// `[██████░░░░░░]  45/87  52%` for a TTY.
+    public static func bar(_ progress: VerificationProgress, width: Int = 30) -> String {
+        let filled = Int((progress.fraction * Double(width)).rounded(.down))
+        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+        let percent = Int((progress.fraction * 100).rounded(.down))
+        return "[\(bar)] \(progress.completed)/\(progress.total) \(percent)%"
+    }
+
+    /// The summary table printed at the end of a sync.
+    public static func summary(_ report: Sync.Report) -> String {
+        let stats = report.stats
+        let seconds = Double(report.duration.components.seconds) + Double(report.duration.components.attoseconds) / 1e18
+        var rows: [(String, String)] = [
+            ("verified", "\(report.progress.verified)"),
+            ("missing", "\(report.progress.missing)"),
+            ("mismatched", "\(report.progress.mismatched)"),
+            ("failed", "\(report.progress.failed)"),
+            ("thumbnails", "\(report.thumbnails)"),
+            ("memory hits", "\(stats.memoryHits)"),
+            ("disk hits", "\(stats.diskHits)"),
+            ("origin fetches", "\(stats.originFetches)"),
+            ("time", String(format: "%.2f s", seconds)),
+        ]
+        if stats.corruptEntries > 0 { rows.append(("corrupt entries", "\(stats.corruptEntries)")) }
+        if stats.diskFailures > 0 { rows.append(("disk failures", "\(stats.diskFailures)")) }
+        let width = rows.map(\.0.count).max() ?? 0
+        var lines = rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
+        for problem in report.problems where problem.status != .missing {
+            lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

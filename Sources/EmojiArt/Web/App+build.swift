@@ -1,0 +1,49 @@
+import Hummingbird
+import ImageCache
+import Logging
+
+/// The EmojiArt web app as a Hummingbird application.
+public enum EmojiArtApp {
+    /// Builds the app and starts loading and verifying the feed in the background.
+    /// - Parameters:
+    ///   - database: the cache every image goes through; it is set up here.
+    ///   - onServerRunning: called with the bound port once the server listens.
+    public static func buildApplication(
+        _ configuration: AppConfiguration,
+        database: ImageDatabase,
+        logger: Logger = Logger(label: "emojiart"),
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> some ApplicationProtocol {
+        await database.setUp()
+        let model = EmojiArtModel(galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency)
+        let router = try buildRouter(configuration, model: model, database: database)
+        await model.start()
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+            logger: logger
+        )
+    }
+
+    /// Builds the router: pages, images, events, actions, health and metrics.
+    public static func buildRouter(
+        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
+    ) throws -> Router<BasicRequestContext> {
+        let services = AppServices(
+            model: model,
+            database: database,
+            templates: try Templates.library(),
+            thumbnail: ThumbnailProcessor(size: configuration.thumbnailSize),
+            large: ThumbnailProcessor(size: configuration.detailSize),
+            metrics: AppMetrics()
+        )
+        let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(ErrorPageMiddleware(services: services))
+        router.addRoutes(PageController(services: services).endpoints)
+        router.addRoutes(ImageController(services: services).endpoints)
+        router.addRoutes(EventsController(services: services).endpoints)
+        router.addRoutes(OpsController(services: services).endpoints)
+        return router
+    }
+}

@@ -1,0 +1,30 @@
+import Foundation
+
+/// How to run the web app.
+public struct AppConfiguration: Sendable {
+    /// Address to bind; loopback by default.
+    public var host: String
+    /// Port to bind; 0 picks a free one.
+    public var port: Int
+    /// The gallery's base URL.
+    public var galleryURL: URL
+    /// Images verified at once.
+    public var concurrency: Int
+    /// Side of the list's thumbnails, in pixels.
+    public var thumbnailSize: Int
+    /// Side of the box the details page's image fits in, in pixels.
+    public var detailSize: Int
+
+    /// Creates a configuration.
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
+        concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600
+    ) {
+        self.host = host
+        self.port = port
+        self.galleryURL = galleryURL
+        self.concurrency = concurrency
+        self.thumbnailSize = thumbnailSize
+        self.detailSize = detailSize
+    }
+}

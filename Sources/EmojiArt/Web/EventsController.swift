@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import ImageCache
+import ServiceLifecycle
+
+/// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
+/// changes, and `stats` whenever a memory hit, disk hit or origin fetch happens.
+///
+/// Each stream follows the model's and the database's live values; it ends when the client
+/// goes away or the server shuts down gracefully.
+struct EventsController<Context: RequestContext>: Sendable {
+    let services: AppServices
+
+    var endpoints: RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        routes.get("events") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                body: ResponseBody { writer in try await stream(to: &writer) }
+            )
+        }
+        return routes
+    }
+
+    func stream(to writer: inout any ResponseBodyWriter) async throws {
+        let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
+        let (model, database) = (services.model, services.database)
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await progress in model.progress.stream() {
+                        continuation.yield(Self.event("progress", progress))
+                    }
+                }
+                group.addTask {
+                    for await phase in model.phase.stream() {
+                        continuation.yield(Self.event("phase", PhaseEvent(phase)))
+                    }
+                }
+                for counter in [database.onMemoryAccess, database.onDiskAccess, database.onOriginFetch] {
+                    group.addTask {
+                        for await _ in counter {
+                            continuation.yield(Self.event("stats", await database.stats()))
+                        }
+                    }
+                }
+                try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                for await event in events {
+                    try await writer.write(ByteBuffer(string: event))
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            continuation.finish()
+        }
+        try await writer.finish(nil)
+    }
+
+    /// One SSE message: `event: NAME` and the value as one line of JSON.
+    static func event(_ name: String, _ value: some Encodable) -> String {
+        let json = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return "event: \(name)\ndata: \(json)\n\n"
+    }
+
+    struct PhaseEvent: Encodable {
+        let name: String
+        let text: String
+
+        init(_ phase: EmojiArtModel.Phase) {
+            switch phase {
+            case .idle: name = "idle"
+            case .loadingFeed: name = "loadingFeed"
+            case .verifying: name = "verifying"
+            case .ready: name = "ready"
+            case .failed: name = "failed"
+            }
+            text = PageController<BasicRequestContext>.text(of: phase)
+        }
+    }
+}

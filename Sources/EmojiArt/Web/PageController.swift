@@ -1,0 +1,126 @@
+import Foundation
+import Hummingbird
+import ImageCache
+
+/// The HTML pages: loading (live progress), the catalog, details, and the cache actions.
+struct PageController<Context: RequestContext>: Sendable {
+    let services: AppServices
+
+    var endpoints: RouteCollection<Context> {
+        let routes = RouteCollection(context: Context.self)
+        routes.get("/", use: home)
+        routes.get("pieces/:index", use: details)
+        routes.post("cache/clear-memory") { request, _ in
+            await services.database.clearMemory()
+            return Self.back(request)
+        }
+        routes.post("cache/clear-disk") { request, _ in
+            await services.database.clear()
+            return Self.back(request)
+        }
+        routes.post("retry") { _, _ in
+            await services.model.start(retryingFailures: true)
+            return Response(status: .seeOther, headers: [.location: "/"])
+        }
+        return routes
+    }
+
+    @Sendable func home(_ request: Request, context: Context) async throws -> Response {
+        switch services.model.phase.value {
+        case .idle, .loadingFeed, .verifying:
+            let progress = services.model.progress.value
+            let page = await services.render("loading", [
+                "title": "Verifying",
+                "phaseText": Self.text(of: services.model.phase.value),
+                "progress": ["total": progress.total, "completed": progress.completed],
+            ])
+            return Self.html(page)
+        case let .failed(message):
+            let page = await services.render("error", [
+                "title": "Gallery unavailable", "heading": "The gallery is not answering", "message": message, "retry": true,
+            ])
+            return Self.html(page, status: .serviceUnavailable)
+        case .ready:
+            let entries = await services.model.entries
+            let progress = services.model.progress.value
+            let cards: [[String: Any]] = entries.enumerated().map { index, entry in
+                Self.card(index: index, file: entry.file, status: entry.status)
+            }
+            let page = await services.render("list", [
+                "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
+            ])
+            return Self.html(page)
+        }
+    }
+
+    @Sendable func details(_ request: Request, context: Context) async throws -> Response {
+        guard let index = context.parameters.get("index", as: Int.self),
+              let entry = await services.model.entry(at: index)
+        else {
+            throw HTTPError(.notFound, message: "There is no piece with that number in the catalog.")
+        }
+        var page = Self.card(index: index, file: entry.file, status: entry.status)
+        page["title"] = entry.file.name
+        page["explanation"] = entry.status.explanation
+        page["url"] = entry.file.url
+        return Self.html(await services.render("details", page))
+    }
+
+    static func card(index: Int, file: ImageFile, status: VerificationStatus) -> [String: Any] {
+        let unavailable = status == .missing || { if case .failed = status { return true } else { return false } }()
+        return [
+            "index": index,
+            "piece": file.pieceNumber ?? -1,
+            "name": file.name,
+            "price": file.formattedPrice,
+            "status": status.label,
+            "statusLabel": Self.label(status),
+            "marked": status != .verified,
+            "showImage": !unavailable,
+            "thumbWidth": 110,
+            "thumbHeight": 200,
+        ]
+    }
+
+    static func label(_ status: VerificationStatus) -> String {
+        switch status {
+        case .verified: "verified"
+        case .mismatch: "checksum mismatch"
+        case .missing: "missing"
+        case .failed: "failed to load"
+        case .pending: "not verified"
+        }
+    }
+
+    static func summary(_ progress: VerificationProgress) -> String {
+        "\(progress.total) pieces · \(progress.verified) verified · \(progress.missing) missing · "
+            + "\(progress.mismatched) mismatched · \(progress.failed) failed"
+    }
+
+    static func text(of phase: EmojiArtModel.Phase) -> String {
+        switch phase {
+        case .idle: "Starting…"
+        case .loadingFeed: "Loading the feed…"
+        case .verifying: "Downloading and checking every image…"
+        case .ready: "Done."
+        case let .failed(message): message
+        }
+    }
+
+    static func html(_ page: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(string: page))
+        )
+    }
+
+    /// 303 back to the page the form was on (same origin only), or home.
+    static func back(_ request: Request) -> Response {
+        var target = "/"
+        if let referer = request.headers[.referer], let url = URLComponents(string: referer), !url.path.isEmpty {
+            target = url.path
+        }
+        return Response(status: .seeOther, headers: [.location: target])
+    }
+}

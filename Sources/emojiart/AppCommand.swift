@@ -1,0 +1,54 @@
+import ArgumentParser
+import EmojiArt
+import Foundation
+import ImageCache
+import Logging
+
+/// `--cache-dir`, shared by the commands that use the cache.
+struct CacheOptions: ParsableArguments {
+    @Option(help: "Cache directory (default: $XDG_CACHE_HOME/emojiart or ~/.cache/emojiart).")
+    var cacheDir: String?
+
+    var directory: URL {
+        cacheDir.map { URL(fileURLWithPath: $0) } ?? ImageDatabase.Configuration.defaultDirectory
+    }
+
+    func database() -> ImageDatabase {
+        ImageDatabase(configuration: .init(directory: directory), logger: Logger(label: "cache"))
+    }
+}
+
+/// `emojiart app`: the web app against a running gallery.
+struct AppCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "app",
+        abstract: "Serve the EmojiArt web app against a gallery.",
+        discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Stops cleanly on Ctrl-C or SIGTERM."
+    )
+
+    @Option(help: "The gallery's base URL.")
+    var gallery: String = "http://127.0.0.1:8081"
+
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var cache: CacheOptions
+
+    @Option(help: "Images verified at once.")
+    var concurrency: Int = 8
+
+    func validate() throws {
+        guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https" else {
+            throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
+        }
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+    }
+
+    func run() async throws {
+        let configuration = AppConfiguration(
+            host: server.host, port: server.port ?? 8080, galleryURL: URL(string: gallery)!, concurrency: concurrency
+        )
+        let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
+            say("EmojiArt: open http://\(server.host):\(port)/")
+        }
+        try await app.runService()
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import ImageCache
+
+/// `emojiart cache`: look at or clear the cache.
+struct CacheCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Show or clear the image cache.",
+        subcommands: [Stats.self, Clear.self]
+    )
+
+    struct Stats: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the disk cache's entries and size, or a running app's counters with --app."
+        )
+
+        @OptionGroup var cache: CacheOptions
+
+        @Option(help: "A running app's URL, e.g. http://127.0.0.1:8080: show its live counters.")
+        var app: String?
+
+        func run() async throws {
+            if let app {
+                let response = try await HTTPImageFetcher.defaultClient.execute(HTTPClientRequest(url: app + "/stats"), timeout: .seconds(5))
+                let body = try await response.body.collect(upTo: 1 << 20)
+                print(String(buffer: body))
+                return
+            }
+            let database = cache.database()
+            switch await database.setUp() {
+            case let .success(report):
+                print("directory  \(cache.directory.path)")
+                print("entries    \(report.entries)")
+                print("bytes      \(report.bytes)")
+                if report.removedTemporaryFiles > 0 { print("removed    \(report.removedTemporaryFiles) temporary files left by killed writers") }
+            case let .failure(error):
+                throw CommandFailure("\(error)")
+            }
+        }
+    }
+
+    struct Clear: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Clear the disk cache, or a running app's memory and/or disk cache with --app.",
+            discussion: "Without --memory or --disk, clears both. The memory cache lives in a running app, so --memory needs --app."
+        )
+
+        @OptionGroup var cache: CacheOptions
+
+        @Flag(help: "Clear the memory cache (of the app given with --app).")
+        var memory = false
+
+        @Flag(help: "Clear the disk cache.")
+        var disk = false
+
+        @Option(help: "A running app's URL, e.g. http://127.0.0.1:8080.")
+        var app: String?
+
+        func validate() throws {
+            if memory, app == nil {
+                throw ValidationError("the memory cache lives in a running app: pass --app URL with --memory")
+            }
+        }
+
+        func run() async throws {
+            let (clearMemory, clearDisk) = memory || disk ? (memory, disk) : (app != nil, true)
+            if let app {
+                for (wanted, path) in [(clearMemory, "/cache/clear-memory"), (clearDisk, "/cache/clear-disk")] where wanted {
+                    var request = HTTPClientRequest(url: app + path)
+                    request.method = .POST
+                    let response = try await HTTPImageFetcher.defaultClient.execute(request, timeout: .seconds(5))
+                    guard response.status.code < 400 else { throw CommandFailure("\(app)\(path) answered \(response.status.code)") }
+                    print("cleared \(path == "/cache/clear-memory" ? "memory" : "disk") cache of \(app)")
+                }
+                return
+            }
+            let database = cache.database()
+            if case let .failure(error) = await database.setUp() { throw CommandFailure("\(error)") }
+            let before = database.storage.usage
+            await database.clear()
+            print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import ArgumentParser
+import EmojiArt
+import Foundation
+import GalleryServer
+import Hummingbird
+import Logging
+
+/// `emojiart` with no subcommand: the gallery and the web app together.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Start the gallery and the web app on 127.0.0.1 and print the URL to open (the default).",
+        discussion: "Stops both cleanly on Ctrl-C or SIGTERM."
+    )
+
+    @OptionGroup var server: ServerOptions
+    @OptionGroup var cache: CacheOptions
+
+    @Option(help: "Port of the gallery; 0 picks a free one.")
+    var galleryPort: Int = 0
+
+    @Option(help: "Seed of the gallery's feed.")
+    var seed: UInt64 = GalleryConfiguration.defaultSeed
+
+    @Option(help: "Images verified at once.")
+    var concurrency: Int = 8
+
+    func run() async throws {
+        let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let gallery = try await Gallery.buildApplication(
+            .init(host: "127.0.0.1", port: galleryPort, seed: seed), logger: Logger(label: "gallery")
+        ) { port in portContinuation.yield(port) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await gallery.runService() }
+            var iterator = ports.makeAsyncIterator()
+            guard let galleryPort = await iterator.next() else { return }
+            let configuration = AppConfiguration(
+                host: server.host, port: server.port ?? 8080,
+                galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency
+            )
+            let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
+                say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")
+                say("EmojiArt: open http://\(server.host):\(port)/")
+            }
+            group.addTask { try await app.runService() }
+            try await group.waitForAll()
+        }
+    }
+}

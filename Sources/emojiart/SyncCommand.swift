@@ -1,0 +1,65 @@
+import ArgumentParser
+import EmojiArt
+import Foundation
+import ImageCache
+import Synchronization
+
+/// `emojiart sync`: the app's work in a terminal.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Load the feed, verify every image, fetch every thumbnail, print a summary.",
+        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. Exit status 0 when every image the gallery has verifies; 1 on any mismatch or failure (the gallery's missing pieces 0, 10 and 20 do not count)."
+    )
+
+    @Option(help: "The gallery's base URL.")
+    var gallery: String
+
+    @OptionGroup var cache: CacheOptions
+
+    @Option(help: "Images verified at once.")
+    var concurrency: Int = 8
+
+    func validate() throws {
+        guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https" else {
+            throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
+        }
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+    }
+
+    func run() async throws {
+        let database = cache.database()
+        await database.setUp()
+        let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database, concurrency: concurrency)
+        let tty = isatty(STDOUT_FILENO) == 1
+        let lastDecile = LockedCounter()
+        let report: Sync.Report
+        do {
+            report = try await Sync(model: model).run { progress in
+                guard progress.total > 0 else { return }
+                if tty {
+                    FileHandle.standardOutput.write(Data(("\r" + TerminalText.bar(progress)).utf8))
+                } else if lastDecile.advance(to: progress.completed * 10 / progress.total) || progress.isComplete {
+                    print("verified \(progress.completed)/\(progress.total)")
+                }
+            }
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        if tty { print("") }
+        print(TerminalText.summary(report))
+        if !report.succeeded { throw ExitCode(1) }
+    }
+}
+
+/// Remembers the highest step printed, so plain output prints each tenth once.
+final class LockedCounter: Sendable {
+    private let value = Mutex(-1)
+    func advance(to step: Int) -> Bool {
+        value.withLock { current in
+            guard step > current else { return false }
+            current = step
+            return true
+        }
+    }
+}
