@@ -151,8 +151,9 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "GalleryServer", "ImageCache", "TestSupport",
+                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: swiftSettings
         ),

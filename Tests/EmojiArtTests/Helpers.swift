@@ -1,0 +1,34 @@
+import EmojiArt
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GalleryServer
+import ImageCache
+import TestSupport
+
+/// Runs a real gallery on 127.0.0.1:0 with `faults`, and hands `body` a fresh database and
+/// the gallery's URL.
+func withGallery<T: Sendable>(
+    faults: FaultInjection = .none,
+    _ body: (_ galleryURL: URL, _ database: ImageDatabase) async throws -> T
+) async throws -> T {
+    let directory = TemporaryDirectory()
+    return try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0, faults: faults), onServerRunning: $0) }) { port in
+        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
+    }
+}
+
+/// Reads a running gallery's counter of requests for each piece from its /metrics.
+func galleryImageRequests(_ galleryURL: URL) async throws -> [Int: Int] {
+    let (data, _) = try await URLSession.shared.data(from: galleryURL.appendingPathComponent("metrics"))
+    var counts: [Int: Int] = [:]
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("gallery_image_requests_total{") {
+        let piece = line.split(separator: "\"")[1]
+        if let number = Int(piece), let value = line.split(separator: " ").last.flatMap({ Double($0) }) {
+            counts[number] = Int(value)
+        }
+    }
+    return counts
+}

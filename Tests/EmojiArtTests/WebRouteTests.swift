@@ -1,0 +1,183 @@
+import AsyncHTTPClient
+import EmojiArt
+import Foundation
+import GalleryServer
+import Hummingbird
+import HummingbirdTesting
+import ImageCache
+import Imaging
+import Testing
+import TestSupport
+
+@Suite struct WebRouteTests {
+    /// The app's router against a live gallery, after verification finished.
+    func withApp<T: Sendable>(
+        faults: FaultInjection = .none, ready: Bool = true,
+        _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImageDatabase) async throws -> T
+    ) async throws -> T {
+        try await withGallery(faults: faults) { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL)
+            let model = EmojiArtModel(galleryURL: galleryURL, database: database)
+            let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+            if ready { await model.loadAndVerify() }
+            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            return try await app.test(.router) { client in try await body(client, model, database) }
+        }
+    }
+
+    @Test func catalogListsEveryEntryWithPlaceholdersForTheMissing() async throws {
+        try await withApp { client, _, _ in
+            try await client.execute(uri: "/", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/html") == true)
+                let html = String(buffer: response.body)
+                #expect(html.components(separatedBy: "class=\"card\"").count - 1 == 87)
+                #expect(html.components(separatedBy: "src=\"/thumbs/").count - 1 == 78)
+                let grid = try #require(html.components(separatedBy: "<template").first)
+                #expect(grid.components(separatedBy: "<div class=\"placeholder\" data-placeholder>").count - 1 == 9)
+                #expect(html.contains("Grinning Face"))
+                #expect(html.contains("78 verified · 9 missing"))
+                #expect(html.contains("Clear memory cache") && html.contains("Clear disk cache"))
+                #expect(html.contains("id=\"memory-hits\"") && html.contains("id=\"origin-fetches\""))
+            }
+        }
+    }
+
+    @Test func thumbnailAndLargeVariantsAreServedFromOneOriginal() async throws {
+        try await withApp { client, _, database in
+            let thumb = try await client.execute(uri: "/thumbs/5", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "image/png")
+                #expect(response.headers[.cacheControl] == "no-store")
+                return try Imaging().probe([UInt8](buffer: response.body))
+            }
+            #expect(thumb.width == 111 && thumb.height == 200)
+            let large = try await client.execute(uri: "/large/5", method: .get) { response in
+                try Imaging().probe([UInt8](buffer: response.body))
+            }
+            #expect(large.width == 332 && large.height == 600)
+            // Verification fetched every original; the variants added no origin request.
+            #expect(await database.stats().originFetches == 29)
+        }
+    }
+
+    @Test(arguments: ["/thumbs/10", "/thumbs/99", "/thumbs/abc", "/large/0"])
+    func imagesThatCannotExistAre404(uri: String) async throws {
+        try await withApp { client, _, _ in
+            try await client.execute(uri: uri, method: .get) { response in
+                #expect(response.status == .notFound)
+            }
+        }
+    }
+
+    @Test func detailsPageShowsNamePriceAndStatus() async throws {
+        try await withApp { client, model, _ in
+            let entry = try #require(await model.entry(at: 4))
+            try await client.execute(uri: "/pieces/4", method: .get) { response in
+                #expect(response.status == .ok)
+                let html = String(buffer: response.body)
+                #expect(html.contains(entry.file.name))
+                #expect(html.contains(entry.file.formattedPrice))
+                #expect(html.contains(entry.status.explanation.replacingOccurrences(of: "'", with: "&#39;")))
+            }
+            try await client.execute(uri: "/pieces/500", method: .get) { response in
+                #expect(response.status == .notFound)
+                let html = String(buffer: response.body)
+                #expect(html.contains("<html") && html.contains("Not found"))
+            }
+        }
+    }
+
+    @Test func clearButtonsEmptyTheirTier() async throws {
+        try await withApp { client, _, database in
+            #expect(await database.stats().memoryEntries > 0)
+            try await client.execute(uri: "/cache/clear-memory", method: .post, headers: [.referer: "http://x/pieces/3"]) { response in
+                #expect(response.status == .seeOther)
+                #expect(response.headers[.location] == "/pieces/3")
+            }
+            #expect(await database.stats().memoryEntries == 0)
+            _ = try await client.execute(uri: "/thumbs/5", method: .get)
+            #expect(await database.stats().diskHits >= 1)
+
+            #expect(await database.stats().diskEntries > 0)
+            try await client.execute(uri: "/cache/clear-disk", method: .post) { response in
+                #expect(response.status == .seeOther)
+            }
+            #expect(await database.stats().diskEntries == 0)
+        }
+    }
+
+    @Test func metricsHealthAndStats() async throws {
+        try await withApp { client, _, _ in
+            _ = try await client.execute(uri: "/thumbs/5", method: .get)
+            _ = try await client.execute(uri: "/thumbs/5", method: .get)
+            let text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            #expect(text.contains(#"emojiart_cache_hits_total{tier="memory"}"#))
+            #expect(text.contains(#"emojiart_cache_hits_total{tier="disk"} 0"#))
+            #expect(text.contains("emojiart_origin_fetches_total 29"))
+            #expect(text.contains("emojiart_load_failures_total 3"))
+            #expect(text.contains("emojiart_disk_entries 27"))
+            #expect(text.contains("emojiart_disk_bytes"))
+            let health = try await client.execute(uri: "/health", method: .get) { String(buffer: $0.body) }
+            #expect(health.contains("\"ready\""))
+            let stats = try await client.execute(uri: "/stats", method: .get) { response in
+                try JSONDecoder().decode(ImageDatabase.Stats.self, from: Data(String(buffer: response.body).utf8))
+            }
+            #expect(stats.originFetches == 29)
+        }
+    }
+
+    @Test func aDeadGalleryShowsAnErrorPageWithRetry() async throws {
+        let directory = TemporaryDirectory()
+        let galleryURL = URL(string: "http://127.0.0.1:9")!
+        let database = ImageDatabase(configuration: .init(directory: directory.url))
+        let model = EmojiArtModel(galleryURL: galleryURL, database: database)
+        let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL), model: model, database: database)
+        await model.loadAndVerify()
+        let app = Application(router: router)
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let html = String(buffer: response.body)
+                #expect(html.contains("The gallery is not answering"))
+                #expect(html.contains("action=\"/retry\""))
+                #expect(!html.contains("Error(") && !html.contains("Swift."))
+            }
+            try await client.execute(uri: "/retry", method: .post) { response in
+                #expect(response.status == .seeOther)
+            }
+        }
+    }
+
+    @Test func loadingPageShowsProgressBeforeVerificationEnds() async throws {
+        try await withApp(faults: .init(latency: .milliseconds(200)), ready: false) { client, model, _ in
+            await model.start()
+            try await client.execute(uri: "/", method: .get) { response in
+                let html = String(buffer: response.body)
+                #expect(html.contains("<progress id=\"progress\""))
+                #expect(html.contains("EventSource(\"/events\")"))
+            }
+            await model.waitUntilDone()
+        }
+    }
+
+    @Test func eventsStreamProgressPhaseAndStats() async throws {
+        let directory = TemporaryDirectory()
+        try await withGallery { galleryURL, _ in
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL)
+            try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: $0) }) { port in
+                let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/events"), timeout: .seconds(30))
+                #expect(response.headers.first(name: "content-type") == "text/event-stream")
+                var text = ""
+                for try await chunk in response.body {
+                    text += String(buffer: chunk)
+                    if text.contains("event: stats"), text.contains("\"name\":\"ready\""), text.contains("\"completed\":87") { break }
+                }
+                #expect(text.contains("event: progress"))
+                #expect(text.contains("event: phase"))
+                #expect(text.contains("event: stats"))
+            }
+        }
+    }
+}
