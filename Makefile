@@ -28,6 +28,8 @@ test: bootstrap
 ## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary) side by side.
 bench:
 	@scripts/bootstrap bench
+	@test -x .build-bench/venv/bin/python && .build-bench/venv/bin/python -c "import PIL, pyvips" 2>/dev/null || \
+	  { python3 -m venv .build-bench/venv && .build-bench/venv/bin/pip install --quiet --disable-pip-version-check "pillow>=10" "pyvips>=2.2"; }
 	$(SWIFT) build -c release --product emojiart-bench
 	$(SWIFT) build -c release --product emojiart
 	.build/release/emojiart-bench $(ARGS)

@@ -1,0 +1,35 @@
+import ArgumentParser
+import Foundation
+
+/// `make bench`: EmojiArt's hot paths measured side by side with their anchors in one run.
+@main
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "emojiart-bench",
+        abstract: "Benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary); prints ratios.",
+        discussion: "Run from the repository root after `make bench` has built the release binaries and the Python environment."
+    )
+
+    enum Section: String, ExpressibleByArgument, CaseIterable {
+        case imaging, cache, gallery, app
+    }
+
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, gallery, app (default: all).")
+    var only: [Section] = Section.allCases
+
+    @Option(help: "Seconds per measurement.")
+    var seconds: Double = 2
+
+    func run() async throws {
+        try FileManager.default.createDirectory(atPath: Bench.work, withIntermediateDirectories: true)
+        print("# EmojiArt benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
+        for section in only {
+            switch section {
+            case .imaging: try await ImagingBench.run(seconds: seconds)
+            case .cache: try await CacheBench.run(seconds: seconds)
+            case .gallery: try HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
+            case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
+            }
+        }
+    }
+}

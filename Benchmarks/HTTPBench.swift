@@ -1,0 +1,114 @@
+import EmojiArt
+import Foundation
+import GalleryServer
+import ImageCache
+
+/// The servers under wrk, each against nginx serving the same bytes, same settings, same run.
+enum HTTPBench {
+    static func gallery(seconds: Int) throws {
+        print("## Gallery: GET /gallery/image?N over the 26 served pieces (req/s; target >= 0.9x nginx)\n")
+        let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0"], announcing: #"serving (http://[^/\s]+)"#)
+        defer { gallery.stop() }
+        let root = Bench.work + "/nginx-gallery"
+        try FileManager.default.createDirectory(atPath: root + "/pieces", withIntermediateDirectories: true)
+        for piece in ArtCatalog.served {
+            try download(gallery.url + "/gallery/image?\(piece)", to: root + "/pieces/\(piece).png")
+        }
+        try download(gallery.url + "/gallery/images", to: root + "/feed.json")
+        let nginx = try Nginx(root: root, locations: """
+            location = /gallery/image { default_type image/png; try_files /pieces/$args.png =404; }
+            location = /gallery/images { default_type application/json; try_files /feed.json =404; }
+            """)
+        defer { nginx.stop() }
+        let paths = ArtCatalog.served.map { "/gallery/image?\($0)" }
+        let ours = try Bench.wrk(gallery.url, paths: paths, seconds: seconds)
+        let anchor = try Bench.wrk(nginx.base, paths: paths, seconds: seconds)
+        let oursFeed = try Bench.wrk(gallery.url, paths: ["/gallery/images"], seconds: seconds)
+        let anchorFeed = try Bench.wrk(nginx.base, paths: ["/gallery/images"], seconds: seconds)
+        Bench.table(["route", "gallery req/s", "nginx req/s", "ratio"], [
+            ["/gallery/image?N", Bench.format(ours, 0), Bench.format(anchor, 0), Bench.format(ours / anchor) + "x"],
+            ["/gallery/images (feed)", Bench.format(oursFeed, 0), Bench.format(anchorFeed, 0), Bench.format(oursFeed / anchorFeed) + "x"],
+        ])
+    }
+
+    static func app(seconds: Int) async throws {
+        let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0"], announcing: #"serving (http://[^/\s]+)"#)
+        defer { gallery.stop() }
+        try await sync(gallery: gallery.url)
+
+        print("## App: GET /thumbs/N on a memory hit (req/s; target >= 0.8x nginx)\n")
+        let cache = Bench.work + "/app-cache"
+        try? FileManager.default.removeItem(atPath: cache)
+        let app = try Server(
+            Bench.emojiart, ["app", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache],
+            announcing: #"open (http://[^/\s]+)"#
+        )
+        defer { app.stop() }
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            try download(app.url + "/health", to: Bench.work + "/health.json")
+            if try String(contentsOfFile: Bench.work + "/health.json", encoding: .utf8).contains("ready") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let root = Bench.work + "/nginx-thumbs"
+        try FileManager.default.createDirectory(atPath: root + "/thumbs", withIntermediateDirectories: true)
+        for piece in ArtCatalog.served {
+            try download(app.url + "/thumbs/\(piece)", to: root + "/thumbs/\(piece)")  // also warms memory
+        }
+        let nginx = try Nginx(root: root, locations: "location /thumbs/ { default_type image/png; }")
+        defer { nginx.stop() }
+        let paths = ArtCatalog.served.map { "/thumbs/\($0)" }
+        let ours = try Bench.wrk(app.url, paths: paths, seconds: seconds)
+        let anchor = try Bench.wrk(nginx.base, paths: paths, seconds: seconds)
+        Bench.table(["route", "app req/s", "nginx req/s", "ratio"], [
+            ["/thumbs/N (memory hit)", Bench.format(ours, 0), Bench.format(anchor, 0), Bench.format(ours / anchor) + "x"],
+        ])
+    }
+
+    /// `emojiart sync` cold, then with a warm disk (a new process, same directory), then with a
+    /// warm memory (the same process again, through the library).
+    static func sync(gallery: String) async throws {
+        print("## emojiart sync (wall time; origin image requests from the gallery's /metrics)\n")
+        let cache = Bench.work + "/sync-cache"
+        try? FileManager.default.removeItem(atPath: cache)
+        var rows: [[String]] = []
+        for label in ["cold", "warm disk (new process)"] {
+            let before = try originRequests(gallery)
+            let start = ContinuousClock.now
+            _ = try? Bench.run(Bench.emojiart, ["sync", "--gallery", gallery, "--cache-dir", cache])
+            let time = start.duration(to: .now)
+            let requests = try originRequests(gallery) - before
+            rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)"])
+        }
+        let database = ImageDatabase(configuration: .init(directory: URL(fileURLWithPath: cache)))
+        let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database)
+        _ = try await Sync(model: model).run()
+        let before = try originRequests(gallery)
+        let start = ContinuousClock.now
+        _ = try await Sync(model: model).run()
+        let time = start.duration(to: .now)
+        let requests = try originRequests(gallery) - before
+        rows.append(["warm memory (same process)", Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)"])
+        Bench.table(["run", "ms", "image requests", "of served pieces"], rows)
+    }
+
+    struct Requests {
+        var total = 0
+        var served = 0
+        static func - (lhs: Self, rhs: Self) -> Self { Requests(total: lhs.total - rhs.total, served: lhs.served - rhs.served) }
+    }
+
+    /// Sums the gallery's per-piece image request counters.
+    static func originRequests(_ gallery: String) throws -> Requests {
+        let path = Bench.work + "/gallery-metrics.txt"
+        try download(gallery + "/metrics", to: path)
+        var requests = Requests()
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") where line.hasPrefix("gallery_image_requests_total{") {
+            let piece = Int(line.split(separator: "\"")[1]) ?? -1
+            let count = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
+            requests.total += count
+            if !ArtCatalog.missing.contains(piece) { requests.served += count }
+        }
+        return requests
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Imaging
+
+/// Thumbnail to 200x200 PNG: ours against Pillow and pyvips, single-threaded, then our scaling
+/// from one thread to two.
+enum ImagingBench {
+    static let classes = ["art-rgba-png", "art-rgb-png", "art-jpeg", "1024-rgba-png", "1024-rgb-png", "1024-jpeg"]
+
+    static func run(seconds: Double) async throws {
+        print("## Thumbnail to 200x200 PNG (ms/op, single-threaded; lower is better)\n")
+        let inputs = Bench.work + "/imaging-inputs"
+        let art = Bench.work + "/art.png"
+        try Data(try ArtRenderer().render(emoji: "🎨", palette: .redToYellow)).write(to: URL(fileURLWithPath: art))
+        let anchorScript = Bench.root + "/Benchmarks/anchors/imaging.py"
+        try Bench.run(Bench.python, [anchorScript, "prepare", art, inputs])
+        let peersJSON = try Bench.run(Bench.python, [anchorScript, "measure", inputs, "\(seconds)"], environment: ["VIPS_CONCURRENCY": "1"])
+        let peers = try JSONDecoder().decode([String: [String: Double]].self, from: Data(peersJSON.utf8))
+
+        let files = try FileManager.default.contentsOfDirectory(atPath: inputs)
+        var data: [String: [UInt8]] = [:]
+        for name in classes {
+            let file = try require(files.first { $0.hasPrefix(name) }, "input \(name) missing")
+            data[name] = [UInt8](try Data(contentsOf: URL(fileURLWithPath: inputs + "/" + file)))
+        }
+        let imaging = Imaging()
+        var rows: [[String]] = []
+        for name in classes {
+            let input = data[name]!
+            let ours = try Bench.millisecondsPerOp(seconds: seconds) { _ = try imaging.thumbnail(input, fitting: 200) }
+            let pillow = peers[name]?["pillow"] ?? .nan
+            let pyvips = peers[name]?["pyvips"] ?? .nan
+            let best = min(pillow, pyvips)
+            rows.append([
+                name, Bench.format(ours), Bench.format(pillow), Bench.format(pyvips),
+                Bench.format(best / ours) + "x" + (best / ours >= 1 ? "" : "  (slower)"),
+            ])
+        }
+        Bench.table(["input", "ours", "Pillow", "pyvips", "speed vs best peer"], rows)
+
+        print("## Thumbnail throughput over all six inputs (images/s)\n")
+        let all = classes.map { data[$0]! }
+        let one = try await throughput(threads: 1, inputs: all, seconds: seconds)
+        let two = try await throughput(threads: 2, inputs: all, seconds: seconds)
+        Bench.table(["threads", "images/s", "scaling"], [
+            ["1", Bench.format(one, 1), "1.00x"],
+            ["2", Bench.format(two, 1), Bench.format(two / one) + "x"],
+        ])
+    }
+
+    /// Images per second with `threads` workers thumbnailing round-robin.
+    static func throughput(threads: Int, inputs: [[UInt8]], seconds: Double) async throws -> Double {
+        let imaging = Imaging()
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
+        let start = ContinuousClock.now
+        let count = try await withThrowingTaskGroup(of: Int.self) { group in
+            for worker in 0..<threads {
+                group.addTask {
+                    var done = 0
+                    var index = worker
+                    while ContinuousClock.now < deadline {
+                        _ = try imaging.thumbnail(inputs[index % inputs.count], fitting: 200)
+                        index += 1
+                        done += 1
+                    }
+                    return done
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return Double(count) / (start.duration(to: .now).milliseconds / 1000)
+    }
+}
+
+/// `#require` for the bench: unwraps or throws.
+func `require`<T>(_ value: T?, _ message: String) throws -> T {
+    guard let value else { throw BenchError(message) }
+    return value
+}
