@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "TestSupport",
+                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "TestSupport", "emojiart",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

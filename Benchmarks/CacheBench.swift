@@ -27,7 +27,7 @@ enum CacheBench {
         let ours = try await Bench.millisecondsPerOp(seconds: seconds) {
             for request in requests { _ = try await database.image(request) }
         } * 1e6 / Double(batch)
-        let anchor = Bench.millisecondsPerOp(seconds: seconds) {
+        let anchor = await Bench.millisecondsPerOp(seconds: seconds) {
             for request in requests { _ = dictionary.withLock { $0[request.cacheKey] } }
         } * 1e6 / Double(batch)
         Bench.table(["path", "ns/op", "ratio (anchor/ours)"], [

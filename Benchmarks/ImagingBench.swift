@@ -26,7 +26,7 @@ enum ImagingBench {
         var rows: [[String]] = []
         for name in classes {
             let input = data[name]!
-            let ours = try Bench.millisecondsPerOp(seconds: seconds) { _ = try imaging.thumbnail(input, fitting: 200) }
+            let ours = try await Bench.millisecondsPerOp(seconds: seconds) { _ = try imaging.thumbnail(input, fitting: 200) }
             let pillow = peers[name]?["pillow"] ?? .nan
             let pyvips = peers[name]?["pyvips"] ?? .nan
             let best = min(pillow, pyvips)

@@ -8,25 +8,6 @@ enum Bench {
     static let emojiart = root + "/.build/release/emojiart"
 
     /// Median milliseconds per call of `body` over 5 runs of `seconds / 5` each, after a warm-up.
-    static func millisecondsPerOp(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
-        try body()
-        var runs: [Double] = []
-        let clock = ContinuousClock()
-        for _ in 0..<5 {
-            var count = 0
-            let start = clock.now
-            var elapsed = Duration.zero
-            repeat {
-                try body()
-                count += 1
-                elapsed = start.duration(to: clock.now)
-            } while elapsed < .seconds(seconds / 5)
-            runs.append(elapsed.milliseconds / Double(count))
-        }
-        return runs.sorted()[2]
-    }
-
-    /// The same for async work.
     static func millisecondsPerOp(seconds: Double, _ body: () async throws -> Void) async rethrows -> Double {
         try await body()
         var runs: [Double] = []

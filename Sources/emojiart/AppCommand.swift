@@ -26,29 +26,35 @@ struct AppCommand: AsyncParsableCommand {
         discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Stops cleanly on Ctrl-C or SIGTERM."
     )
 
-    @Option(help: "The gallery's base URL.")
-    var gallery: String = "http://127.0.0.1:8081"
-
+    @OptionGroup var client: GalleryClientOptions
     @OptionGroup var server: ServerOptions
     @OptionGroup var cache: CacheOptions
 
-    @Option(help: "Images verified at once.")
-    var concurrency: Int = 8
-
-    func validate() throws {
-        guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https" else {
-            throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
-        }
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-    }
-
     func run() async throws {
         let configuration = AppConfiguration(
-            host: server.host, port: server.port ?? 8080, galleryURL: URL(string: gallery)!, concurrency: concurrency
+            host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
         }
         try await app.runService()
     }
+}
+
+/// `--gallery` and `--concurrency`, shared by the commands that load a gallery.
+struct GalleryClientOptions: ParsableArguments {
+    @Option(help: "The gallery's base URL, e.g. http://127.0.0.1:8081 from `emojiart gallery --port 8081`.")
+    var gallery: String
+
+    @Option(help: "Images verified at once.")
+    var concurrency: Int = 8
+
+    func validate() throws {
+        guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
+        }
+        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+    }
+
+    var galleryURL: URL { URL(string: gallery)! }
 }

@@ -12,25 +12,13 @@ struct SyncCommand: AsyncParsableCommand {
         discussion: "Shows a live progress bar on a terminal and plain lines otherwise. Exit status 0 when every image the gallery has verifies; 1 on any mismatch or failure (the gallery's missing pieces 0, 10 and 20 do not count)."
     )
 
-    @Option(help: "The gallery's base URL.")
-    var gallery: String
-
+    @OptionGroup var client: GalleryClientOptions
     @OptionGroup var cache: CacheOptions
-
-    @Option(help: "Images verified at once.")
-    var concurrency: Int = 8
-
-    func validate() throws {
-        guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https" else {
-            throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
-        }
-        guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
-    }
 
     func run() async throws {
         let database = cache.database()
         await database.setUp()
-        let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database, concurrency: concurrency)
+        let model = EmojiArtModel(galleryURL: client.galleryURL, database: database, concurrency: client.concurrency)
         let tty = isatty(STDOUT_FILENO) == 1
         let lastDecile = LockedCounter()
         let report: Sync.Report

@@ -7,7 +7,7 @@ public struct Sync: Sendable {
     public struct Report: Sendable {
         /// Verification counts.
         public var progress: VerificationProgress
-        /// Thumbnails made or found.
+        /// Distinct thumbnails made or found (the feed lists each piece three times).
         public var thumbnails: Int
         /// The cache's counters at the end.
         public var stats: ImageDatabase.Stats
@@ -45,8 +45,9 @@ public struct Sync: Sendable {
         follower.cancel()
         onProgress(progress)
         let entries = await model.entries
+        let verified = Dictionary(entries.filter { $0.status == .verified }.map { ($0.file.url, $0.file) }) { first, _ in first }
         let thumbnails = await withTaskGroup(of: Bool.self) { group in
-            for (file, status) in entries where status == .verified {
+            for file in verified.values {
                 let request = ImageRequest(url: model.imageURL(file), processor: thumbnail, expectedSHA256: file.checksum)
                 group.addTask { (try? await model.database.image(request)) != nil }
             }

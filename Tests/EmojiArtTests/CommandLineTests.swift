@@ -1,0 +1,106 @@
+import EmojiArt
+import Dispatch
+import Foundation
+import GalleryServer
+import Testing
+import TestSupport
+
+/// The `emojiart` executable as a person runs it: output, errors and exit statuses.
+@Suite struct CommandLineTests {
+    static var binary: String {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("emojiart").path
+    }
+
+    struct Outcome {
+        let status: Int32
+        let output: String
+    }
+
+    /// Runs `emojiart ARGUMENTS`. The blocking reads and waits happen on a Dispatch thread: on the
+    /// cooperative pool they would starve the in-process gallery the command talks to.
+    func run(_ arguments: [String]) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: Self.binary)
+                process.arguments = arguments
+                process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_WARNING": "0"]) { $1 }
+                let pipe = Pipe()
+                process.standardOutput = pipe
+                process.standardError = pipe
+                do {
+                    try process.run()
+                } catch {
+                    continuation.resume(throwing: error)
+                    return
+                }
+                let data = pipe.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self)))
+            }
+        }
+    }
+
+    @Test func syncVerifiesEverythingAndExitsZero() async throws {
+        let cache = TemporaryDirectory()
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { port in
+            let outcome = try await run(["sync", "--gallery", "http://127.0.0.1:\(port)", "--cache-dir", cache.url.path])
+            #expect(outcome.status == 0, "\(outcome.output)")
+            #expect(outcome.output.contains("verified 87/87"), "plain progress lines when not a terminal")
+            #expect(outcome.output.contains("verified        78"))
+            #expect(outcome.output.contains("missing         9"))
+            #expect(outcome.output.contains("thumbnails      26"))
+            #expect(outcome.output.contains("origin fetches  29"))
+
+            let warm = try await run(["sync", "--gallery", "http://127.0.0.1:\(port)", "--cache-dir", cache.url.path])
+            #expect(warm.status == 0)
+            #expect(warm.output.contains("disk hits       52"), "26 originals and 26 thumbnails from disk:\n\(warm.output)")
+
+            let stats = try await run(["cache", "stats", "--cache-dir", cache.url.path])
+            #expect(stats.output.contains("entries    52"))
+            let clear = try await run(["cache", "clear", "--cache-dir", cache.url.path])
+            #expect(clear.status == 0 && clear.output.contains("cleared 52 entries"))
+        }
+    }
+
+    @Test func syncExitsNonZeroOnMismatch() async throws {
+        let cache = TemporaryDirectory()
+        let faults = FaultInjection(corruptRate: 0.5, seed: 3)
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0, faults: faults), onServerRunning: $0) }) { port in
+            let outcome = try await run(["sync", "--gallery", "http://127.0.0.1:\(port)", "--cache-dir", cache.url.path])
+            #expect(outcome.status == 1)
+            #expect(outcome.output.contains("does not match the gallery's checksum"))
+        }
+    }
+
+    @Test func syncAgainstADeadGallerySaysWhatToDo() async throws {
+        let cache = TemporaryDirectory()
+        let outcome = try await run(["sync", "--gallery", "http://127.0.0.1:9", "--cache-dir", cache.url.path])
+        #expect(outcome.status != 0)
+        #expect(outcome.output.contains("not answering") && outcome.output.contains("emojiart gallery"))
+    }
+
+    @Test func thumbnailCommandWritesAThumbnailAndRefusesBadInput() async throws {
+        let directory = TemporaryDirectory()
+        let art = directory.url.appendingPathComponent("art.png")
+        try Data(try await ArtStore.load().pieces[3].png.readableBytesView).write(to: art)
+        let output = directory.url.appendingPathComponent("thumb.webp")
+        let good = try await run(["thumbnail", art.path, "-o", output.path, "--size", "100", "--format", "webp"])
+        #expect(good.status == 0)
+        #expect(good.output.contains("55x100 image/webp"))
+        #expect(FileManager.default.fileExists(atPath: output.path))
+
+        let html = directory.url.appendingPathComponent("page.png")
+        try Data("<html><body>502 Bad Gateway</body></html>".utf8).write(to: html)
+        let bad = try await run(["thumbnail", html.path, "-o", output.path])
+        #expect(bad.status != 0)
+        #expect(bad.output.contains("HTML error page"))
+
+        let missing = try await run(["thumbnail", directory.url.appendingPathComponent("nope.png").path, "-o", output.path])
+        #expect(missing.status != 0 && missing.output.contains("cannot read"))
+
+        let badSize = try await run(["thumbnail", art.path, "-o", output.path, "--size", "0"])
+        #expect(badSize.status != 0 && badSize.output.contains("--size"))
+    }
+}
