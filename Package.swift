@@ -90,6 +90,7 @@ let package = Package(
                 "EmojiArt",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -112,6 +113,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             path: "Benchmarks",
+            exclude: ["anchors"],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -126,6 +128,7 @@ let package = Package(
         .testTarget(
             name: "ImagingTests",
             dependencies: ["Imaging"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -27,7 +27,7 @@ struct BenchCommand: AsyncParsableCommand {
             switch section {
             case .imaging: try await ImagingBench.run(seconds: seconds)
             case .cache: try await CacheBench.run(seconds: seconds)
-            case .gallery: try HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
+            case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
             }
         }

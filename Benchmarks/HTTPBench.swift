@@ -1,11 +1,12 @@
 import EmojiArt
 import Foundation
 import GalleryServer
+import Hummingbird
 import ImageCache
 
 /// The servers under wrk, each against nginx serving the same bytes, same settings, same run.
 enum HTTPBench {
-    static func gallery(seconds: Int) throws {
+    static func gallery(seconds: Int) async throws {
         print("## Gallery: GET /gallery/image?N over the 26 served pieces (req/s; target >= 0.9x nginx)\n")
         let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0"], announcing: #"serving (http://[^/\s]+)"#)
         defer { gallery.stop() }
@@ -25,10 +26,36 @@ enum HTTPBench {
         let anchor = try Bench.wrk(nginx.base, paths: paths, seconds: seconds)
         let oursFeed = try Bench.wrk(gallery.url, paths: ["/gallery/images"], seconds: seconds)
         let anchorFeed = try Bench.wrk(nginx.base, paths: ["/gallery/images"], seconds: seconds)
+        let bare = try await bareHummingbird(root: root, paths: paths, seconds: seconds)
         Bench.table(["route", "gallery req/s", "nginx req/s", "ratio"], [
             ["/gallery/image?N", Bench.format(ours, 0), Bench.format(anchor, 0), Bench.format(ours / anchor) + "x"],
             ["/gallery/images (feed)", Bench.format(oursFeed, 0), Bench.format(anchorFeed, 0), Bench.format(oursFeed / anchorFeed) + "x"],
+            ["bare Hummingbird, same PNGs", Bench.format(bare, 0), Bench.format(anchor, 0), Bench.format(bare / anchor) + "x"],
         ])
+    }
+
+    /// The framework's ceiling here: a Hummingbird route that only looks the PNG up in a
+    /// dictionary, no metrics, no ETag, no faults.
+    static func bareHummingbird(root: String, paths: [String], seconds: Int) async throws -> Double {
+        var pieces: [String: ByteBuffer] = [:]
+        for piece in ArtCatalog.served {
+            pieces["\(piece)"] = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: root + "/pieces/\(piece).png")))
+        }
+        let router = Router()
+        router.get("gallery/image") { [pieces] request, _ -> Response in
+            guard let png = pieces[request.uri.query ?? ""] else { return Response(status: .notFound) }
+            return Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: png))
+        }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }
+        )
+        let server = Task { try await app.run() }
+        defer { server.cancel() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw BenchError("bare Hummingbird did not start") }
+        return try Bench.wrk("http://127.0.0.1:\(port)", paths: paths, seconds: seconds)
     }
 
     static func app(seconds: Int) async throws {

@@ -46,7 +46,9 @@ enum Bench {
 
     /// Finds an executable on PATH.
     static func which(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/sbin").split(separator: ":") + ["/usr/sbin"] {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/usr/sbin"
+        let directories: [String] = path.split(separator: ":").map(String.init) + ["/usr/sbin"]
+        for directory in directories {
             let path = "\(directory)/\(name)"
             if FileManager.default.isExecutableFile(atPath: path) { return path }
         }

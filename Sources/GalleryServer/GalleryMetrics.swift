@@ -1,15 +1,22 @@
+import CoreMetrics
 import Metrics
 import NIOCore
 import Prometheus
+import Synchronization
 
 /// The gallery's counters, exported in Prometheus text format at `GET /metrics`.
 ///
 /// Each gallery owns its registry (the global `MetricsSystem` is not bootstrapped), so several
 /// galleries in one process, as in tests, count separately. Thread-safe.
-public struct GalleryMetrics: Sendable {
+public final class GalleryMetrics: Sendable {
     /// The registry the counters live in.
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
+    // Counter handles are made once and reused: making one per request costs a registry lookup.
+    private let pieceCounters: [CoreMetrics.Counter]
+    private let invalidPieceCounter: CoreMetrics.Counter
+    private let bytesCounter: CoreMetrics.Counter
+    private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
 
     /// Creates counters in a new registry.
     public init() {
@@ -20,22 +27,35 @@ public struct GalleryMetrics: Sendable {
             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
         ]
         self.factory = factory
+        pieceCounters = (0..<ArtCatalog.count).map {
+            Counter(label: "gallery_image_requests_total", dimensions: [("piece", "\($0)")], factory: factory)
+        }
+        invalidPieceCounter = Counter(label: "gallery_image_requests_total", dimensions: [("piece", "invalid")], factory: factory)
+        bytesCounter = Counter(label: "gallery_bytes_served_total", factory: factory)
     }
 
     /// Counts one answered request by route (a fixed set, never the raw path) and status.
     func request(route: String, status: Int) {
-        Counter(label: "gallery_http_requests_total", dimensions: [("route", route), ("status", "\(status)")], factory: factory)
-            .increment()
+        let key = "\(route) \(status)"
+        let counter = requestCounters.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(
+                label: "gallery_http_requests_total", dimensions: [("route", route), ("status", "\(status)")], factory: factory
+            )
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
     }
 
-    /// Counts one request for piece `N` (the query as given when it is not a piece number).
-    func imageRequest(piece: String) {
-        Counter(label: "gallery_image_requests_total", dimensions: [("piece", piece)], factory: factory).increment()
+    /// Counts one request for piece `N`.
+    func imageRequest(piece: Int) {
+        (pieceCounters.indices.contains(piece) ? pieceCounters[piece] : invalidPieceCounter).increment()
     }
 
     /// Adds `bytes` to the body bytes served.
     func served(bytes: Int) {
-        Counter(label: "gallery_bytes_served_total", factory: factory).increment(by: bytes)
+        bytesCounter.increment(by: bytes)
     }
 
     /// Records how long rendering one piece took.

@@ -37,7 +37,7 @@ struct AppCommand: AsyncParsableCommand {
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
         }
-        try await app.runService()
+        try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }
 }
 

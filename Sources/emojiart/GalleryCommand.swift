@@ -1,6 +1,8 @@
 import ArgumentParser
+import Foundation
 import GalleryServer
 import Logging
+import NIOCore
 
 /// `emojiart gallery`: the book's gallery server.
 struct GalleryCommand: AsyncParsableCommand {
@@ -53,7 +55,16 @@ struct GalleryCommand: AsyncParsableCommand {
         let app = try await Gallery.buildApplication(galleryConfiguration, logger: logger) { port in
             say("gallery: serving http://\(server.host):\(port)/gallery/images")
         }
-        try await app.runService()
+        try await runReportingBindErrors(port: galleryConfiguration.port) { try await app.runService() }
+    }
+}
+
+/// Runs a server, turning "address in use" into a message that says what to do.
+func runReportingBindErrors(port: Int, _ serve: () async throws -> Void) async throws {
+    do {
+        try await serve()
+    } catch let error as IOError where error.errnoCode == EADDRINUSE {
+        throw CommandFailure("port \(port) is already in use: pass --port with another port (0 picks a free one)")
     }
 }
 

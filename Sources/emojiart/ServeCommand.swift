@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
                 say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")
                 say("EmojiArt: open http://\(server.host):\(port)/")
             }
-            group.addTask { try await app.runService() }
+            group.addTask { try await runReportingBindErrors(port: configuration.port) { try await app.runService() } }
             try await group.waitForAll()
         }
     }

@@ -6,14 +6,16 @@ import Testing
     let url = URL(string: "http://127.0.0.1:1/images/stall")!
 
     @Test func oneWaiterCancellingDoesNotFailTheOthers() async throws {
-        let fetcher = StallingFetcher(release: .milliseconds(500))
+        let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
         let request = ImageRequest(url: url)
         let cancelled = Task { try await loader.image(for: request) }
         let others = (0..<3).map { _ in Task { try await loader.image(for: request) } }
         #expect(try await eventually { fetcher.started == 1 })
+        #expect(try await eventually { await loader.waiterCount(forKey: request.cacheKey) == 4 })
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
+        fetcher.open()
         for other in others {
             #expect(try await other.value.data == Array(url.absoluteString.utf8))
         }
@@ -22,7 +24,7 @@ import Testing
     }
 
     @Test func aCancelledWaiterReturnsAtOnce() async throws {
-        let fetcher = StallingFetcher(release: .seconds(30))
+        let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
         let waiter = Task { try await loader.image(for: ImageRequest(url: url)) }
         let keeper = Task { try await loader.image(for: ImageRequest(url: url)) }
@@ -34,7 +36,7 @@ import Testing
     }
 
     @Test func theLastWaiterCancellingCancelsTheDownload() async throws {
-        let fetcher = StallingFetcher(release: .seconds(30))
+        let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
         let waiters = (0..<5).map { _ in Task { try await loader.image(for: ImageRequest(url: url)) } }
         #expect(try await eventually { fetcher.started == 1 })

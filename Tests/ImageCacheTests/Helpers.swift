@@ -24,20 +24,20 @@ struct FailingProcessor: ImageProcessing {
     func process(_ image: Image) async throws -> Image { throw Undecodable() }
 }
 
-/// A fetcher that never answers until cancelled, and records that it was: the cancellation of
-/// an in-flight download is hard to observe on a real server.
-final class StallingFetcher: ImageFetching {
-    private let state = Mutex((started: 0, cancelled: 0))
+/// A fetcher that holds every download until the test opens its gate, and records
+/// cancellations: the cancellation of an in-flight download is hard to observe on a real server.
+final class GatedFetcher: ImageFetching {
+    private let state = Mutex((started: 0, cancelled: 0, open: false))
     var started: Int { state.withLock { $0.started } }
     var cancelled: Int { state.withLock { $0.cancelled } }
-    let release: Duration
 
-    init(release: Duration = .seconds(60)) { self.release = release }
+    /// Lets every held download finish.
+    func open() { state.withLock { $0.open = true } }
 
     func fetch(_ request: ImageRequest) async throws -> Image {
         state.withLock { $0.started += 1 }
         do {
-            try await Task.sleep(for: release)
+            while !state.withLock({ $0.open }) { try await Task.sleep(for: .milliseconds(5)) }
         } catch {
             state.withLock { $0.cancelled += 1 }
             throw error

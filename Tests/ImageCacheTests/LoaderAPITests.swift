@@ -48,7 +48,7 @@ import TestSupport
     }
 
     @Test func inFlightStateIsVisibleWhileDownloading() async throws {
-        let fetcher = StallingFetcher(release: .seconds(30))
+        let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
         let url = URL(string: "http://127.0.0.1:1/x")!
         let task = Task { try await loader.fetch(url) }

@@ -54,6 +54,8 @@ public actor EmojiArtModel {
     public nonisolated let progress = LiveValue(VerificationProgress(total: 0))
     /// The feed, readable from anywhere without waiting for the actor.
     public nonisolated let feed = LiveValue<[ImageFile]>([])
+    /// The first feed entry of each piece number, readable from anywhere.
+    public nonisolated let feedByPiece = LiveValue<[Int: ImageFile]>([:])
 
     /// The feed, as loaded by ``loadImages()``.
     public private(set) var imageFeed: [ImageFile] = []
@@ -103,6 +105,8 @@ public actor EmojiArtModel {
         }
         imageFeed = feed
         self.feed.update { $0 = feed }
+        let byPiece = Dictionary(feed.compactMap { file in file.pieceNumber.map { ($0, file) } }) { first, _ in first }
+        feedByPiece.update { $0 = byPiece }
         statuses = Array(repeating: .pending, count: feed.count)
         progress.update { $0 = VerificationProgress(total: feed.count) }
         return feed

@@ -1,6 +1,7 @@
 import Foundation
 import ImageCache
 import Mustache
+import Synchronization
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
 /// (an actor) and the database (a global actor).
@@ -11,10 +12,19 @@ struct AppServices: Sendable {
     let thumbnail: ThumbnailProcessor
     let large: ThumbnailProcessor
     let metrics: AppMetrics
+    let requests = RequestTable()
 
-    /// The first feed entry for piece `number`, read without waiting for the model.
-    func file(piece number: Int) -> ImageFile? {
-        model.feed.value.first { $0.pieceNumber == number }
+    /// The request for piece `number` made by `processor`, built once per feed entry: parsing its
+    /// URL on every request would cost more than the memory hit it leads to.
+    func request(piece number: Int, processor: ThumbnailProcessor) -> ImageRequest? {
+        guard let file = model.feedByPiece.value[number] else { return nil }
+        let key = RequestTable.Key(piece: number, variant: processor.identifier)
+        if let cached = requests.table.withLock({ $0[key] }), cached.expectedSHA256.map({ "sha256:" + $0 }) == file.checksum {
+            return cached
+        }
+        let request = ImageRequest(url: model.imageURL(file), processor: processor, expectedSHA256: file.checksum)
+        requests.table.withLock { $0[key] = request }
+        return request
     }
 
     /// Renders a template with the toolbar's current counters added to `context`.
@@ -26,4 +36,14 @@ struct AppServices: Sendable {
         ]
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }
+}
+
+/// Requests by piece and variant; an entry is used only while its checksum matches the feed's.
+final class RequestTable: Sendable {
+    struct Key: Hashable {
+        let piece: Int
+        let variant: String
+    }
+
+    let table = Mutex<[Key: ImageRequest]>([:])
 }

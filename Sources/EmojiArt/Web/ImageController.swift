@@ -17,10 +17,11 @@ struct ImageController<Context: RequestContext>: Sendable {
     }
 
     func image(_ context: Context, processor: ThumbnailProcessor) async throws -> Response {
-        guard let number = context.parameters.get("piece", as: Int.self), let file = services.file(piece: number) else {
+        guard let number = context.parameters.get("piece", as: Int.self),
+              let request = services.request(piece: number, processor: processor)
+        else {
             throw HTTPError(.notFound, message: "no such piece in the feed")
         }
-        let request = ImageRequest(url: services.model.imageURL(file), processor: processor, expectedSHA256: file.checksum)
         let image: Image
         do {
             image = try await services.database.image(request)

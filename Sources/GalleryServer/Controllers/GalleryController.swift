@@ -43,7 +43,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
 
     @Sendable func image(_ request: Request, context: Context) async throws -> Response {
         let number = try Self.pieceNumber(request.uri.query)
-        metrics.imageRequest(piece: "\(number)")
+        metrics.imageRequest(piece: number)
         guard ArtCatalog.missing.contains(number) == false else {
             throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (pieces 0, 10 and 20 always are)")
         }

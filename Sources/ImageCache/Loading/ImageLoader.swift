@@ -158,6 +158,11 @@ public actor ImageLoader {
         return nil
     }
 
+    /// How many callers are waiting for the download of `key` (0 when none is running).
+    public func waiterCount(forKey key: String) -> Int {
+        flights[key]?.waiters.count ?? 0
+    }
+
     /// Every key's state, as the book's `cache` dictionary.
     public var cache: [String: DownloadState] {
         var states: [String: DownloadState] = [:]
