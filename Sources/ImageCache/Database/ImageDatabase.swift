@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import Logging
+import Synchronization
 
 /// The book's `@globalActor ImageDatabase`: memory, then a download in flight, then a
 /// persistent, crash-safe disk cache, then the network, with live hit counters.
@@ -70,6 +71,9 @@ public actor ImageDatabase {
     private var setUpReport: DiskStorage.SetUpReport?
     private var diskError: ImageLoader.Error?
     private var isSetUp = false
+    /// After set-up: the disk tier, or nil when it is unusable. Read on every miss, so it sits
+    /// behind a mutex rather than costing a hop onto this actor.
+    private nonisolated let readyDisk = Mutex<DiskStorage??>(.none)
 
     /// Whether the disk tier is in use (false until set up, or when it failed).
     var isDiskAvailable: Bool { isSetUp && diskError == nil }
@@ -102,6 +106,7 @@ public actor ImageDatabase {
     public func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
         let result = await Self.setUpStorage(storage)
         isSetUp = true
+        readyDisk.withLock { $0 = .some(result.isSuccess ? storage : nil) }
         switch result {
         case let .success(report):
             setUpReport = report
@@ -138,7 +143,7 @@ public actor ImageDatabase {
         if let image = imageLoader.memory.image(forKey: request.cacheKey) {
             return image
         }
-        let storage = await readyStorage()
+        let storage = if let ready = readyDisk.withLock({ $0 }) { ready } else { await readyStorage() }
         return try await imageLoader.image(forKey: request.cacheKey, retryingFailures: request.retryingFailures) {
             try await self.load(request, storage: storage)
         }
@@ -214,5 +219,11 @@ public actor ImageDatabase {
     /// Empties the memory tier and forgets remembered failures ("clear memory cache").
     public func clearMemory() async {
         await imageLoader.clear()
+    }
+}
+
+extension Result {
+    var isSuccess: Bool {
+        if case .success = self { true } else { false }
     }
 }
