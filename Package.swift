@@ -111,6 +111,7 @@ let package = Package(
                 "EmojiArt",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             path: "Benchmarks",
             exclude: ["anchors"],

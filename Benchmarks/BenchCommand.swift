@@ -11,10 +11,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, gallery, app
+        case imaging, cache, fetch, gallery, app
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, gallery, app (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -27,6 +27,7 @@ struct BenchCommand: AsyncParsableCommand {
             switch section {
             case .imaging: try await ImagingBench.run(seconds: seconds)
             case .cache: try await CacheBench.run(seconds: seconds)
+            case .fetch: try await FetchBench.run(seconds: seconds)
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
             }
