@@ -104,7 +104,10 @@ public actor ImageDatabase {
     /// database runs on memory and network.
     @discardableResult
     public func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
-        let result = await Self.setUpStorage(storage)
+        let storage = storage
+        let result = await offActor {
+            Result { () throws(ImageLoader.Error) in try storage.setUp() }
+        }
         isSetUp = true
         readyDisk.withLock { $0 = .some(result.isSuccess ? storage : nil) }
         switch result {
@@ -120,10 +123,6 @@ public actor ImageDatabase {
             logger.error("disk cache unavailable, using memory and network only: \(error)")
         }
         return result
-    }
-
-    private nonisolated static func setUpStorage(_ storage: DiskStorage) async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
-        do { return .success(try storage.setUp()) } catch { return .failure(error) }
     }
 
     // MARK: - Loading
@@ -195,12 +194,8 @@ public actor ImageDatabase {
     public func store(image: Image, forKey key: String) async {
         await imageLoader.add(image, forKey: key)
         if let storage = await readyStorage() {
-            await Self.write(image, forKey: key, database: self, storage: storage)
+            await offActor { self.write(image, forKey: key, to: storage) }
         }
-    }
-
-    private nonisolated static func write(_ image: Image, forKey key: String, database: ImageDatabase, storage: DiskStorage) async {
-        database.write(image, forKey: key, to: storage)
     }
 
     // MARK: - Clearing
@@ -208,12 +203,14 @@ public actor ImageDatabase {
     /// Deletes every entry on disk (the book's "clear disk cache").
     public func clear() async {
         if let storage = await readyStorage() {
-            await Self.clear(storage)
+            await offActor { storage.removeAll() }
         }
     }
 
-    private nonisolated static func clear(_ storage: DiskStorage) async {
-        storage.removeAll()
+    /// Runs blocking work (file I/O) on the concurrent pool instead of this actor's executor.
+    @concurrent
+    private nonisolated func offActor<T: Sendable>(_ work: @Sendable () -> T) async -> T {
+        work()
     }
 
     /// Empties the memory tier and forgets remembered failures ("clear memory cache").
