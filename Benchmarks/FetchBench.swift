@@ -14,16 +14,12 @@ enum FetchBench {
         let body = ByteBuffer(bytes: (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
         let router = Router()
         router.get("image") { _, _ in Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: body)) }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { continuation.yield($0.localAddress?.port ?? 0) }
-        )
-        let server = Task { try await app.run() }
-        defer { server.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw BenchError("the local server did not start") }
-        let url = URL(string: "http://127.0.0.1:\(port)/image")!
+        try await HTTPBench.withLocalServer(router) { port in
+            try await measure(URL(string: "http://127.0.0.1:\(port)/image")!, seconds: seconds)
+        }
+    }
+
+    static func measure(_ url: URL, seconds: Double) async throws {
         let fetcher = HTTPImageFetcher()
         let session = URLSession(configuration: .ephemeral)
 

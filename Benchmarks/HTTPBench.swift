@@ -46,6 +46,13 @@ enum HTTPBench {
             guard let png = pieces[request.uri.query ?? ""] else { return Response(status: .notFound) }
             return Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: png))
         }
+        return try await withLocalServer(router) { port in
+            try Bench.wrk("http://127.0.0.1:\(port)", paths: paths, seconds: seconds)
+        }
+    }
+
+    /// Runs `router` in this process on 127.0.0.1:0 while `body` runs; `body` gets the port.
+    static func withLocalServer<T>(_ router: Router<BasicRequestContext>, _ body: (Int) async throws -> T) async throws -> T {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = Application(
             router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
@@ -54,8 +61,8 @@ enum HTTPBench {
         let server = Task { try await app.run() }
         defer { server.cancel() }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw BenchError("bare Hummingbird did not start") }
-        return try Bench.wrk("http://127.0.0.1:\(port)", paths: paths, seconds: seconds)
+        guard let port = await iterator.next() else { throw BenchError("the local server did not start") }
+        return try await body(port)
     }
 
     static func app(seconds: Int) async throws {
