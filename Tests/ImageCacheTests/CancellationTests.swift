@@ -2,7 +2,7 @@ import Foundation
 import ImageCache
 import Testing
 
-@Suite struct CancellationTests {
+@Suite(.timeLimit(.minutes(1))) struct CancellationTests {
     let url = URL(string: "http://127.0.0.1:1/images/stall")!
 
     @Test func oneWaiterCancellingDoesNotFailTheOthers() async throws {

@@ -5,7 +5,7 @@ import TestSupport
 
 /// A child process writes entries as fast as it can and is killed with SIGKILL at random
 /// moments; after each kill the cache is reopened and every entry checked.
-@Suite struct CrashSafetyTests {
+@Suite(.timeLimit(.minutes(5))) struct CrashSafetyTests {
     static var writerPath: String {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         return executable.deletingLastPathComponent().appendingPathComponent("imagecache-crash-writer").path
