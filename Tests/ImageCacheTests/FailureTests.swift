@@ -70,6 +70,14 @@ import TestSupport
             origin.set("other", .image(payload(4)))
             await database.clearMemory()
             #expect(try await database.image(other).data == payload(4))
+
+            let third = ImageRequest(url: base.appendingPathComponent("images/third"))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
+            origin.set("third", .image(payload(5)))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
+            await database.imageLoader.forgetFailure(forKey: third.cacheKey)
+            #expect(try await database.image(third).data == payload(5))
+            #expect(origin.requests("third") == 2)
         }
     }
 

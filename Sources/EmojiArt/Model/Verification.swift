@@ -13,6 +13,14 @@ public enum VerificationStatus: Sendable, Hashable {
     /// Any other failure: server error, timeout, broken connection.
     case failed(String)
 
+    /// Whether the image could not be had at all (missing or failed), so there is nothing to show.
+    public var isUnavailable: Bool {
+        switch self {
+        case .missing, .failed: true
+        case .pending, .verified, .mismatch: false
+        }
+    }
+
     /// A short label: "verified", "mismatch", "missing", "failed", "pending".
     public var label: String {
         switch self {

@@ -67,7 +67,6 @@ struct PageController<Context: RequestContext>: Sendable {
     }
 
     static func card(index: Int, file: ImageFile, status: VerificationStatus) -> [String: Any] {
-        let unavailable = status == .missing || { if case .failed = status { return true } else { return false } }()
         return [
             "index": index,
             "piece": file.pieceNumber ?? -1,
@@ -76,7 +75,7 @@ struct PageController<Context: RequestContext>: Sendable {
             "status": status.label,
             "statusLabel": Self.label(status),
             "marked": status != .verified,
-            "showImage": !unavailable,
+            "showImage": !status.isUnavailable,
             "thumbWidth": 110,
             "thumbHeight": 200,
         ]

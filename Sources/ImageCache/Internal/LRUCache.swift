@@ -30,7 +30,6 @@ struct LRUCache<Key: Hashable, Value> {
     }
 
     var count: Int { index.count }
-    var isEmpty: Bool { index.isEmpty }
 
     /// The value for `key`, marking it most recently used.
     mutating func value(forKey key: Key) -> Value? {
@@ -43,8 +42,6 @@ struct LRUCache<Key: Hashable, Value> {
     func peek(_ key: Key) -> Value? {
         index[key].map { nodes[$0].value }
     }
-
-    func contains(_ key: Key) -> Bool { index[key] != nil }
 
     /// Inserts or replaces `key` as the most recent entry, then evicts least recent entries
     /// (never the new one) until both limits hold. Returns what was evicted.
