@@ -11,16 +11,26 @@ public struct GalleryConfiguration: Sendable {
     public var seed: UInt64
     /// Faults to inject into image requests; none by default.
     public var faults: FaultInjection
+    /// A test control that holds every image request until it is released; `nil` (off) by
+    /// default. When set, its control routes are served under `/gallery/test/`.
+    public var imageGate: ImageGate?
+    /// The clock the injected latency is measured on; tests pass a manual clock.
+    public var clock: any Clock<Duration>
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984
 
     /// Creates a configuration.
-    public init(host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none,
+        imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock()
+    ) {
         self.host = host
         self.port = port
         self.seed = seed
         self.faults = faults
+        self.imageGate = imageGate
+        self.clock = clock
     }
 }
 
@@ -42,6 +52,9 @@ public enum Gallery {
         if configuration.faults.isActive {
             logger.warning("fault injection on: \(configuration.faults)")
         }
+        if configuration.imageGate != nil {
+            logger.warning("image requests are held until released through /gallery/test/ (--hold-images)")
+        }
         let router = try buildRouter(configuration, art: art, metrics: metrics)
         return Application(
             router: router,
@@ -51,16 +64,21 @@ public enum Gallery {
         )
     }
 
-    /// Builds the router: `/gallery/images`, `/gallery/image?N`, `/health`, `/metrics`.
+    /// Builds the router: `/gallery/images`, `/gallery/image?N`, `/health`, `/metrics`, and
+    /// the gate's `/gallery/test/` routes when ``GalleryConfiguration/imageGate`` is set.
     public static func buildRouter(
         _ configuration: GalleryConfiguration, art: ArtStore, metrics: GalleryMetrics
     ) throws -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
-            art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults)
+            art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults),
+            gate: configuration.imageGate, clock: configuration.clock
         )
         router.addRoutes(gallery.endpoints, atPath: "/gallery")
+        if let gate = configuration.imageGate {
+            router.addRoutes(GateController<BasicRequestContext>(gate: gate).endpoints, atPath: "/gallery/test")
+        }
         router.addRoutes(OpsController(metrics: metrics, pieces: ArtCatalog.served.count).endpoints)
         return router
     }

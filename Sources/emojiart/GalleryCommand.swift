@@ -9,7 +9,13 @@ struct GalleryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gallery",
         abstract: "Serve the emoji art gallery: GET /gallery/images (the feed) and GET /gallery/image?N.",
-        discussion: "Also GET /health and GET /metrics (Prometheus). Stops cleanly on Ctrl-C or SIGTERM. The fault options are for tests and demos and are off by default."
+        discussion: """
+            Also GET /health and GET /metrics (Prometheus). Stops cleanly on Ctrl-C or SIGTERM. The fault options and \
+            --hold-images are for tests and demos and are off by default.
+
+            With --hold-images every image request waits until it is let through: POST /gallery/test/release?count=N \
+            lets N more through, POST /gallery/test/open lets all through, GET /gallery/test/gate shows the counts.
+            """
     )
 
     @OptionGroup var server: ServerOptions
@@ -32,6 +38,9 @@ struct GalleryCommand: AsyncParsableCommand {
     @Option(help: "Seed of the fault generator.")
     var faultSeed: UInt64 = 1
 
+    @Flag(help: "Hold every image request until it is released through POST /gallery/test/release?count=N (for tests).")
+    var holdImages = false
+
     func validate() throws {
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
         let rates = [failureRate, truncateRate, corruptRate]
@@ -46,16 +55,18 @@ struct GalleryCommand: AsyncParsableCommand {
             faults: .init(
                 latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate,
                 corruptRate: corruptRate, seed: faultSeed
-            )
+            ),
+            imageGate: holdImages ? ImageGate() : nil
         )
     }
 
     func run() async throws {
         let logger = Logger(label: "gallery")
-        let app = try await Gallery.buildApplication(galleryConfiguration, logger: logger) { port in
+        let configuration = galleryConfiguration
+        let app = try await Gallery.buildApplication(configuration, logger: logger) { port in
             say("gallery: serving http://\(server.host):\(port)/gallery/images")
         }
-        try await runReportingBindErrors(port: galleryConfiguration.port) { try await app.runService() }
+        try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }
 }
 

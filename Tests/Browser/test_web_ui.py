@@ -1,16 +1,20 @@
 """The EmojiArt web UI in a real headless Chromium, against real gallery and app processes."""
+import json
 import os
+import queue
 import re
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
+import threading
+import urllib.request
 
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -19,21 +23,32 @@ ARTIFACTS = os.path.join(ROOT, ".build-browser")
 
 
 def start(args, pattern):
-    """Starts `emojiart ARGS` and waits for the line announcing its URL."""
+    """Starts `emojiart ARGS` and waits for the line announcing its URL.
+
+    Its output is read until it exits, by a thread of its own, so a full pipe never blocks it, and kept for messages.
+    """
     process = subprocess.Popen([BINARY, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "VIPS_WARNING": "0"})
-    deadline = time.time() + 120
-    seen = []
-    while time.time() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return process, match.group(1)
-    process.kill()
-    raise RuntimeError("emojiart %s never announced its URL:\n%s" % (" ".join(args), "".join(seen)))
+    process.output = []
+    announced = queue.Queue()
+
+    def read():
+        for line in process.stdout:
+            process.output.append(line)
+            match = re.search(pattern, line)
+            if match:
+                announced.put(match.group(1))
+        announced.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        url = announced.get(timeout=120)
+    except queue.Empty:
+        url = None
+    if url is None:
+        process.kill()
+        raise RuntimeError("emojiart %s never announced its URL:\n%s" % (" ".join(args), "".join(process.output)))
+    return process, url
 
 
 def stop(process):
@@ -43,24 +58,13 @@ def stop(process):
         return process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
-        raise AssertionError("emojiart did not stop within 20 s of SIGINT")
-
-
-@pytest.fixture(scope="module")
-def app_url():
-    cache = tempfile.mkdtemp(prefix="emojiart-browser-")
-    # Latency makes verification take a moment, so the live progress bar can be watched.
-    gallery, gallery_url = start(["gallery", "--port", "0", "--latency", "150"], r"serving (http://\S+)/gallery/images")
-    app, url = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", cache, "--concurrency", "4"],
-                     r"EmojiArt: open (http://\S+)")
-    yield url
-    assert stop(app) == 0
-    assert stop(gallery) == 0
-    shutil.rmtree(cache, ignore_errors=True)
+        raise AssertionError("emojiart did not stop within 20 s of SIGINT; its last lines:\n%s"
+                             % "".join(process.output[-30:]))
 
 
 @pytest.fixture(scope="module")
 def browser():
+    """Started first, so that Chromium's first start (slow on a new machine) is over before the app exists."""
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000"]:
@@ -69,6 +73,36 @@ def browser():
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
+
+
+class Gallery:
+    """A gallery started with --hold-images: no image leaves it until the test says so."""
+
+    def __init__(self, url):
+        self.url = url
+
+    def control(self, path):
+        request = urllib.request.Request(self.url + "/gallery/test/" + path, method="POST" if path != "gate" else "GET")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    def release(self, count):
+        return self.control("release?count=%d" % count)
+
+    def open(self):
+        return self.control("open")
+
+
+@pytest.fixture(scope="module")
+def servers(browser):
+    cache = tempfile.mkdtemp(prefix="emojiart-browser-")
+    gallery, gallery_url = start(["gallery", "--port", "0", "--hold-images"], r"serving (http://\S+)/gallery/images")
+    app, url = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", cache, "--concurrency", "4"],
+                     r"EmojiArt: open (http://\S+)")
+    yield url, Gallery(gallery_url)
+    assert stop(app) == 0
+    assert stop(gallery) == 0
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 def counter(driver, name):
@@ -82,31 +116,63 @@ def wait_for_catalog(driver):
         "return Array.from(document.querySelectorAll('#catalog img')).every(i => i.complete)"))
 
 
+def press(driver, button_id):
+    """Presses a toolbar button (a form that posts, then redirects back) and waits for the new page's catalog."""
+    button = driver.find_element(By.ID, button_id)
+    button.click()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(button))
+    wait_for_catalog(driver)
+
+
 def loaded_thumbnails(driver):
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.complete && i.naturalWidth > 0).length")
 
 
-def test_progress_then_catalog_then_details_then_caches(app_url, browser):
+# Records every count the loading page shows, in the page itself, so no update is missed
+# between two looks; kept in sessionStorage because the page reloads into the catalog when done.
+RECORD_PROGRESS = """
+const bar = document.getElementById('progress');
+const record = () => {
+  const seen = JSON.parse(sessionStorage.getItem('seen') || '[]');
+  seen.push([bar.value, bar.max]);
+  sessionStorage.setItem('seen', JSON.stringify(seen));
+};
+new MutationObserver(record).observe(document.getElementById('completed'), {childList: true, characterData: true, subtree: true});
+record();
+"""
+
+
+def shown(driver):
+    """The loading page's bar as [value, max], or None once the page is not the loading page."""
+    return driver.execute_script("const p = document.getElementById('progress'); return p ? [p.value, p.max] : null;")
+
+
+def test_progress_then_catalog_then_details_then_caches(servers, browser):
+    app_url, gallery = servers
     browser.get(app_url)
 
-    # 1. The loading page's progress bar moves live and reaches 100 %.
-    seen = []
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        state = browser.execute_script(
-            "const p = document.getElementById('progress');"
-            "return p ? [p.value, p.max] : (document.getElementById('catalog') ? 'catalog' : null);")
-        if state == "catalog":
-            break
-        if state:
-            seen.append(tuple(state))
-        time.sleep(0.03)
-    assert seen, "the loading page never showed a progress bar"
-    assert any(0 < value < maximum for value, maximum in seen), "the bar never moved between 0 and done: %s" % seen[:10]
+    # 1. The loading page's progress bar moves live and reaches 100 %. The gallery holds every image, so the bar
+    #    starts at 0 of 87 whatever the machine's speed, and moves only as the test lets images out.
+    WebDriverWait(browser, 60).until(lambda d: shown(d) == [0, 87])
+    browser.execute_script(RECORD_PROGRESS)
+    assert gallery.control("gate")["passed"] == 0
+    gallery.release(2)
+    WebDriverWait(browser, 60).until(lambda d: (shown(d) or [0])[0] > 0)
+    first = shown(browser)[0]
+    assert 0 < first < 87, "2 of 29 images let out, yet the bar shows %s of 87" % first
+    gallery.release(10)
+    WebDriverWait(browser, 60).until(lambda d: (shown(d) or [0])[0] > first)
+    second = shown(browser)[0]
+    assert first < second < 87, "12 of 29 images let out, yet the bar shows %s of 87" % second
+    gallery.open()
+    WebDriverWait(browser, 120).until(lambda d: d.find_elements(By.ID, "catalog"))
+    seen = browser.execute_script("return JSON.parse(sessionStorage.getItem('seen') || '[]')")
     values = [value for value, _ in seen]
-    assert values == sorted(values), "the bar went backwards"
-    assert seen[-1][0] == seen[-1][1] == 87, "the bar ended at %s, not 87 of 87" % (seen[-1],)
+    assert values[0] == 0 and all(maximum == 87 for _, maximum in seen), seen[:10]
+    assert any(0 < value < 87 for value in values), "the bar never moved between 0 and done: %s" % values
+    assert values == sorted(values), "the bar went backwards: %s" % values
+    assert values[-1] == 87, "the bar ended at %s, not 87 of 87" % values[-1]
 
     # 2. The catalog: 87 cards, 78 thumbnails really loaded, 9 placeholders.
     wait_for_catalog(browser)
@@ -131,8 +197,7 @@ def test_progress_then_catalog_then_details_then_caches(app_url, browser):
 
     # 4. Clear memory cache, then reload: thumbnails come from disk.
     disk_before = counter(browser, "disk-hits")
-    browser.find_element(By.ID, "clear-memory").click()
-    wait_for_catalog(browser)
+    press(browser, "clear-memory")
     browser.refresh()
     wait_for_catalog(browser)
     WebDriverWait(browser, 30).until(lambda d: counter(d, "disk-hits") >= disk_before + 26)
@@ -140,10 +205,8 @@ def test_progress_then_catalog_then_details_then_caches(app_url, browser):
 
     # 5. Clear disk cache (and memory, which would otherwise answer), then reload: the gallery is asked again.
     origin_before = counter(browser, "origin-fetches")
-    browser.find_element(By.ID, "clear-disk").click()
-    wait_for_catalog(browser)
-    browser.find_element(By.ID, "clear-memory").click()
-    wait_for_catalog(browser)
+    press(browser, "clear-disk")
+    press(browser, "clear-memory")
     browser.refresh()
     wait_for_catalog(browser)
     WebDriverWait(browser, 30).until(lambda d: counter(d, "origin-fetches") >= origin_before + 26)

@@ -7,14 +7,16 @@ import GalleryServer
 import ImageCache
 import TestSupport
 
-/// Runs a real gallery on 127.0.0.1:0 with `faults`, and hands `body` a fresh database and
-/// the gallery's URL.
+/// Runs a real gallery on 127.0.0.1:0 with `faults` (and `gate` holding its image requests, when
+/// given), and hands `body` a fresh database and the gallery's URL.
 func withGallery<T: Sendable>(
     faults: FaultInjection = .none,
+    gate: ImageGate? = nil,
     _ body: (_ galleryURL: URL, _ database: ImageDatabase) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
-    return try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0, faults: faults), onServerRunning: $0) }) { port in
+    let configuration = GalleryConfiguration(port: 0, faults: faults, imageGate: gate)
+    return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
         return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
     }

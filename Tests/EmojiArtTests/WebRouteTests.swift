@@ -12,10 +12,10 @@ import TestSupport
 @Suite struct WebRouteTests {
     /// The app's router against a live gallery, after verification finished.
     func withApp<T: Sendable>(
-        faults: FaultInjection = .none, ready: Bool = true,
+        faults: FaultInjection = .none, gate: ImageGate? = nil, ready: Bool = true,
         _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImageDatabase) async throws -> T
     ) async throws -> T {
-        try await withGallery(faults: faults) { galleryURL, database in
+        try await withGallery(faults: faults, gate: gate) { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL)
             let model = EmojiArtModel(galleryURL: galleryURL, database: database)
             let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
@@ -150,14 +150,24 @@ import TestSupport
     }
 
     @Test func loadingPageShowsProgressBeforeVerificationEnds() async throws {
-        try await withApp(faults: .init(latency: .milliseconds(200)), ready: false) { client, model, _ in
+        // The gallery holds every image until the test lets them through: verification cannot
+        // finish before the page is asked for, however fast the machine.
+        let gate = ImageGate()
+        try await withApp(gate: gate, ready: false) { client, model, _ in
             await model.start()
+            for await progress in model.progress.stream() where progress.total > 0 { break }
             try await client.execute(uri: "/", method: .get) { response in
+                #expect(response.status == .ok)
                 let html = String(buffer: response.body)
-                #expect(html.contains("<progress id=\"progress\""))
+                #expect(html.contains("<progress id=\"progress\" max=\"87\" value=\"0\""))
                 #expect(html.contains("EventSource(\"/events\")"))
+                #expect(!html.contains("id=\"catalog\""))
             }
+            gate.open()
             await model.waitUntilDone()
+            try await client.execute(uri: "/", method: .get) { response in
+                #expect(String(buffer: response.body).contains("id=\"catalog\""))
+            }
         }
     }
 

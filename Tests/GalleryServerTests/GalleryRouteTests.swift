@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Imaging
 import Testing
+import TestSupport
 
 @Suite struct GalleryRouteTests {
     func gallery(_ configuration: GalleryConfiguration = .init(port: 0)) async throws -> some ApplicationProtocol {
@@ -193,12 +194,64 @@ import Testing
         }
     }
 
-    @Test func latencyDelaysImageRequests() async throws {
-        try await gallery(.init(port: 0, faults: .init(latency: .milliseconds(150)))).test(.router) { client in
-            let clock = ContinuousClock()
-            let start = clock.now
-            _ = try await client.execute(uri: "/gallery/image?1", method: .get)
-            #expect(start.duration(to: clock.now) >= .milliseconds(150))
+    @Test func latencyHoldsEachImageRequestForItsDurationOnTheGalleryClock() async throws {
+        let clock = ManualClock()
+        let configuration = GalleryConfiguration(port: 0, faults: .init(latency: .milliseconds(150)), clock: clock)
+        try await gallery(configuration).test(.router) { (client) async throws in
+            async let answer = client.execute(uri: "/gallery/image?1", method: .get)
+            await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(149))
+            #expect(clock.sleeperCount == 1, "answered before its latency was up")
+            clock.advance(by: .milliseconds(1))
+            #expect(try await answer.status == .ok)
+            // The feed is not an image request: it never waits.
+            #expect(try await feed(client).count == 87)
+        }
+    }
+
+    @Test func heldImageRequestsAnswerOnlyAsTheyAreReleased() async throws {
+        let gate = ImageGate()
+        try await gallery(.init(port: 0, imageGate: gate)).test(.router) { client in
+            // The feed and the control routes never wait.
+            #expect(try await feed(client).count == 87)
+            let pieces = [1, 2, 10]
+            try await withThrowingTaskGroup(of: (Int, HTTPResponse.Status).self) { group in
+                for piece in pieces {
+                    group.addTask { (piece, try await client.execute(uri: "/gallery/image?\(piece)", method: .get).status) }
+                }
+                try await client.execute(uri: "/gallery/test/release?count=2", method: .post) { response in
+                    #expect(response.status == .ok)
+                }
+                var statuses: [Int: HTTPResponse.Status] = [:]
+                for _ in 0..<2 {
+                    let (piece, status) = try #require(try await group.next())
+                    statuses[piece] = status
+                }
+                // Exactly one is still held: nothing answers until the next release.
+                #expect(gate.status.passed == 2)
+                try await client.execute(uri: "/gallery/test/gate", method: .get) { response in
+                    let status = try JSONDecoder().decode(ImageGate.Status.self, from: Data(buffer: response.body))
+                    #expect(status.passed == 2 && status.permits == 0 && !status.open)
+                }
+                try await client.execute(uri: "/gallery/test/open", method: .post) { response in
+                    #expect(response.status == .ok)
+                }
+                let (piece, status) = try #require(try await group.next())
+                statuses[piece] = status
+                // Missing pieces wait too, and still answer 404 once let through.
+                #expect(statuses == [1: .ok, 2: .ok, 10: .notFound])
+            }
+            try await client.execute(uri: "/gallery/test/release?count=0", method: .post) { response in
+                #expect(response.status == .badRequest)
+            }
+        }
+    }
+
+    @Test func theGateRoutesExistOnlyWhenTheGateIsOn() async throws {
+        try await gallery().test(.router) { client in
+            try await client.execute(uri: "/gallery/test/open", method: .post) { response in
+                #expect(response.status == .notFound)
+            }
         }
     }
 }

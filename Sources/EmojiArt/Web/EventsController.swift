@@ -35,7 +35,7 @@ struct EventsController<Context: RequestContext>: Sendable {
                 }
                 group.addTask {
                     for await phase in model.phase.stream() {
-                        continuation.yield(Self.event("phase", PhaseEvent(phase)))
+                        continuation.yield(Self.event("phase", PhaseEvent(phase, progress: model.progress.value)))
                     }
                 }
                 for counter in [database.onMemoryAccess, database.onDiskAccess, database.onOriginFetch] {
@@ -63,11 +63,15 @@ struct EventsController<Context: RequestContext>: Sendable {
         return "event: \(name)\ndata: \(json)\n\n"
     }
 
+    /// A phase change, with the progress at that moment: the page draws the final count from it
+    /// before it reloads, whichever of the two streams' events reaches it first.
     struct PhaseEvent: Encodable {
         let name: String
         let text: String
+        let progress: VerificationProgress
 
-        init(_ phase: EmojiArtModel.Phase) {
+        init(_ phase: EmojiArtModel.Phase, progress: VerificationProgress) {
+            self.progress = progress
             switch phase {
             case .idle: name = "idle"
             case .loadingFeed: name = "loadingFeed"

@@ -9,7 +9,7 @@ struct OpsController<Context: RequestContext>: Sendable {
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         routes.get("health") { _, _ in
-            let phase = EventsController<Context>.PhaseEvent(services.model.phase.value).name
+            let phase = EventsController<Context>.PhaseEvent(services.model.phase.value, progress: services.model.progress.value).name
             return Self.json("{\"status\":\"ok\",\"phase\":\"\(phase)\"}")
         }
         routes.get("stats") { _, _ in

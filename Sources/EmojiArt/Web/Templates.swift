@@ -105,16 +105,19 @@ enum Templates {
     <script>
     (function () {
       const events = window.emojiArtEvents;
-      events.addEventListener("progress", (e) => {
-        const p = JSON.parse(e.data);
+      // Progress and phase come on separate streams: never let an older count undo a newer one.
+      function show(p) {
         const bar = document.getElementById("progress");
+        const completed = Math.max(Number(document.getElementById("completed").textContent) || 0, p.completed);
         bar.max = Math.max(p.total, 1);
-        bar.value = p.completed;
-        document.getElementById("completed").textContent = p.completed;
+        bar.value = completed;
         document.getElementById("total").textContent = p.total;
-      });
+        document.getElementById("completed").textContent = completed;
+      }
+      events.addEventListener("progress", (e) => show(JSON.parse(e.data)));
       events.addEventListener("phase", (e) => {
         const phase = JSON.parse(e.data);
+        if (phase.progress.total > 0) { show(phase.progress); }
         document.getElementById("phase").textContent = phase.text;
         if (phase.name === "ready" || phase.name === "failed") { setTimeout(() => location.reload(), 300); }
       });

@@ -9,11 +9,15 @@ struct GalleryController<Context: RequestContext>: Sendable {
     let feedETag: String
     let metrics: GalleryMetrics
     let faults: FaultInjector
+    let gate: ImageGate?
+    let clock: any Clock<Duration>
 
-    init(art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector) throws {
+    init(art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?, clock: any Clock<Duration>) throws {
         self.art = art
         self.metrics = metrics
         self.faults = faults
+        self.gate = gate
+        self.clock = clock
         let entries = Feed.make(seed: seed, checksums: art.pieces.map(\.checksum))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -44,12 +48,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     @Sendable func image(_ request: Request, context: Context) async throws -> Response {
         let number = try Self.pieceNumber(request.uri.query)
         metrics.imageRequest(piece: number)
+        // Held before anything else, missing pieces included, so a test decides every answer.
+        if let gate { try await gate.pass() }
         guard ArtCatalog.missing.contains(number) == false else {
             throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (pieces 0, 10 and 20 always are)")
         }
         let piece = art.pieces[number]
         if faults.configuration.latency > .zero {
-            try await Task.sleep(for: faults.configuration.latency)
+            try await clock.sleep(for: faults.configuration.latency)
         }
         let fault = faults.next()
         if fault == .fail {

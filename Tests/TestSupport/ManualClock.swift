@@ -1,0 +1,96 @@
+import Synchronization
+
+/// A clock that moves only when a test says so, and that lets the test wait until code under
+/// test has started sleeping on it: no real time passes and nothing is polled.
+///
+/// `advance(by:)` wakes, in deadline order, every sleeper whose deadline has come. Thread-safe.
+public final class ManualClock: Clock, Sendable {
+    /// A point on the manual clock: an offset from its start.
+    public struct Instant: InstantProtocol, Sendable {
+        /// Time since the clock's start.
+        public var offset: Duration
+
+        public init(offset: Duration = .zero) { self.offset = offset }
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    private struct Sleeper {
+        let id: Int
+        let deadline: Instant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now = Instant()
+        var nextID = 0
+        var sleepers: [Sleeper] = []
+        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Removes and returns the watchers whose count of sleepers is reached.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
+            let ready = watchers.filter { $0.count <= sleepers.count }.map(\.continuation)
+            watchers.removeAll { $0.count <= sleepers.count }
+            return ready
+        }
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .zero }
+
+    /// How many tasks are sleeping on this clock now.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let (wake, watchers) = state.withLock { state -> (Result<Void, CancellationError>?, [CheckedContinuation<Void, Never>]) in
+                    if Task.isCancelled { return (.failure(CancellationError()), []) }
+                    if deadline <= state.now { return (.success(()), []) }
+                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    return (nil, state.satisfiedWatchers())
+                }
+                if let wake { continuation.resume(with: wake) }
+                for watcher in watchers { watcher.resume() }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { state in
+                state.sleepers.firstIndex { $0.id == id }.map { state.sleepers.remove(at: $0) }
+            }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once at least `count` tasks are sleeping on this clock.
+    public func waitForSleepers(_ count: Int = 1) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                if state.sleepers.count >= count { return true }
+                state.watchers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Moves the clock forward and wakes every sleeper whose deadline has come, earliest first.
+    public func advance(by duration: Duration) {
+        let due = state.withLock { state in
+            state.now = state.now.advanced(by: duration)
+            let now = state.now
+            let due = state.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
+            state.sleepers.removeAll { $0.deadline <= now }
+            return due
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+}
