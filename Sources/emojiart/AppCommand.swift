@@ -1,6 +1,7 @@
 import ArgumentParser
 import EmojiArt
 import Foundation
+import Hummingbird
 import ImageCache
 import Logging
 

@@ -2,6 +2,8 @@ import ArgumentParser
 import AsyncHTTPClient
 import Foundation
 import ImageCache
+import NIOCore
+import NIOHTTP1
 
 /// `emojiart cache`: look at or clear the cache.
 struct CacheCommand: AsyncParsableCommand {

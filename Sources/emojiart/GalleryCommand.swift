@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GalleryServer
+import Hummingbird
 import Logging
 import NIOCore
 

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import ImageCache
 import Imaging
+import NIOHTTP1
 import Testing
 import TestSupport
 

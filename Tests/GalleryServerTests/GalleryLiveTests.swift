@@ -2,6 +2,9 @@ import AsyncHTTPClient
 import Crypto
 import Foundation
 import GalleryServer
+import NIOCore
+import NIOFoundationEssentialsCompat
+import NIOHTTP1
 import Testing
 import TestSupport
 

@@ -4,6 +4,7 @@ import GalleryServer
 import Hummingbird
 import HummingbirdTesting
 import Imaging
+import NIOFoundationEssentialsCompat
 import Testing
 import TestSupport
 

@@ -1,7 +1,9 @@
 import Foundation
-import ImageCache
+@testable import ImageCache
 import Testing
+import TestSupport
 
+/// Cancellation against a real loader, with downloads held at a gate: no sleeps, no polling.
 @Suite(.timeLimit(.minutes(1))) struct CancellationTests {
     let url = URL(string: "http://127.0.0.1:1/images/stall")!
 
@@ -10,43 +12,60 @@ import Testing
         let loader = ImageLoader(fetcher: fetcher)
         let request = ImageRequest(url: url)
         let cancelled = Task { try await loader.image(for: request) }
+        await reach(fetcher.started, 1)
         let others = (0..<3).map { _ in Task { try await loader.image(for: request) } }
-        #expect(try await eventually { fetcher.started == 1 })
-        #expect(try await eventually { await loader.waiterCount(forKey: request.cacheKey) == 4 })
+        await reach(loader.pipeline.counters.coalesced, 3)
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         fetcher.open()
         for other in others {
             #expect(try await other.value.data == Array(url.absoluteString.utf8))
         }
-        #expect(fetcher.started == 1)
-        #expect(fetcher.cancelled == 0)
+        #expect(fetcher.started.value == 1)
+        #expect(fetcher.cancelled.value == 0)
     }
 
     @Test func aCancelledWaiterReturnsAtOnce() async throws {
         let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
-        let waiter = Task { try await loader.image(for: ImageRequest(url: url)) }
         let keeper = Task { try await loader.image(for: ImageRequest(url: url)) }
-        #expect(try await eventually { fetcher.started == 1 })
+        await reach(fetcher.started, 1)
+        let waiter = Task { try await loader.image(for: ImageRequest(url: url)) }
+        await reach(loader.pipeline.counters.coalesced, 1)
         waiter.cancel()
-        // Returns long before the 30 s download would end.
+        // Returns while the download is still held: it never waits for it.
         await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(fetcher.gate.waitingCount == 1)
         keeper.cancel()
+        await #expect(throws: CancellationError.self) { try await keeper.value }
     }
 
     @Test func theLastWaiterCancellingCancelsTheDownload() async throws {
         let fetcher = GatedFetcher()
         let loader = ImageLoader(fetcher: fetcher)
         let waiters = (0..<5).map { _ in Task { try await loader.image(for: ImageRequest(url: url)) } }
-        #expect(try await eventually { fetcher.started == 1 })
+        await reach(fetcher.started, 1)
+        await reach(loader.pipeline.counters.coalesced, 4)
         for waiter in waiters { waiter.cancel() }
         for waiter in waiters { await #expect(throws: CancellationError.self) { try await waiter.value } }
-        #expect(try await eventually { fetcher.cancelled == 1 })
+        await reach(fetcher.cancelled, 1)
         // Nothing is remembered as failed: the next request starts a new download.
         #expect(await loader.state(forKey: url.absoluteString) == nil)
         let again = Task { try await loader.image(for: ImageRequest(url: url)) }
-        #expect(try await eventually { fetcher.started == 2 })
+        await reach(fetcher.started, 2)
         again.cancel()
+        await #expect(throws: CancellationError.self) { try await again.value }
+        await reach(fetcher.cancelled, 2)
+    }
+
+    @Test func aVariantWhoseWaitersAllLeaveCancelsItsOriginalsDownload() async throws {
+        let fetcher = GatedFetcher()
+        let loader = ImageLoader(fetcher: fetcher)
+        let variant = Task { try await loader.image(for: ImageRequest(url: url, processor: ByteReversingProcessor())) }
+        await reach(fetcher.started, 1)
+        variant.cancel()
+        await #expect(throws: CancellationError.self) { try await variant.value }
+        await reach(fetcher.cancelled, 1)
+        #expect(await loader.cache.isEmpty)
     }
 }

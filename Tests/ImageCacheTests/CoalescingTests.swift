@@ -12,7 +12,7 @@ import TestSupport
 
     @Test func thousandConcurrentCallsForOneKeyMakeOneOriginRequest() async throws {
         let origin = TestOrigin()
-        origin.set("one", .slow(.milliseconds(200), payload(1)))
+        origin.set("one", .image(payload(1)))
         try await origin.run { (base) async throws in
             let database = database()
             let request = ImageRequest(url: base.appendingPathComponent("images/one"))
@@ -31,7 +31,7 @@ import TestSupport
 
     @Test func hundredKeysMakeHundredOriginRequests() async throws {
         let origin = TestOrigin()
-        for key in 0..<100 { origin.set("k\(key)", .slow(.milliseconds(50), payload(key, size: 2_000))) }
+        for key in 0..<100 { origin.set("k\(key)", .image(payload(key, size: 2_000))) }
         try await origin.run { (base) async throws in
             let database = database()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -71,7 +71,7 @@ import TestSupport
 
     @Test func variantsShareOneOriginalFetch() async throws {
         let origin = TestOrigin()
-        origin.set("art", .slow(.milliseconds(100), payload(9)))
+        origin.set("art", .image(payload(9)))
         try await origin.run { (base) async throws in
             let database = database()
             let url = base.appendingPathComponent("images/art")

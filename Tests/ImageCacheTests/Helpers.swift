@@ -1,6 +1,7 @@
 import Foundation
 import ImageCache
 import Synchronization
+import TestSupport
 
 /// A cheap, real processor: reverses the bytes and counts its calls. Lets the cache be tested
 /// without libvips.
@@ -24,40 +25,38 @@ struct FailingProcessor: ImageProcessing {
     func process(_ image: Image) async throws -> Image { throw Undecodable() }
 }
 
-/// A fetcher that holds every download until the test opens its gate, and records
-/// cancellations: the cancellation of an in-flight download is hard to observe on a real server.
+/// A fetcher that holds every download at a gate until the test opens it, and counts starts
+/// and cancellations live: the cancellation of an in-flight download is hard to observe on a
+/// real server.
 final class GatedFetcher: ImageFetching {
-    private let state = Mutex((started: 0, cancelled: 0, open: false))
-    var started: Int { state.withLock { $0.started } }
-    var cancelled: Int { state.withLock { $0.cancelled } }
+    let gate = Gate()
+    /// Downloads started so far, live.
+    let started = LiveValue(0)
+    /// Downloads cancelled while held, live.
+    let cancelled = LiveValue(0)
 
     /// Lets every held download finish.
-    func open() { state.withLock { $0.open = true } }
+    func open() { gate.open() }
 
     func fetch(_ request: ImageRequest) async throws -> Image {
-        state.withLock { $0.started += 1 }
+        started.update { $0 += 1 }
         do {
-            while !state.withLock({ $0.open }) { try await Task.sleep(for: .milliseconds(5)) }
+            try await gate.pass()
         } catch {
-            state.withLock { $0.cancelled += 1 }
+            cancelled.update { $0 += 1 }
             throw error
         }
         return Image(data: Array(request.url.absoluteString.utf8), contentType: "image/png")
     }
 }
 
+/// Returns once `value` reaches at least `target`: the stream delivers every newest value, so
+/// nothing is polled.
+func reach(_ value: LiveValue<Int>, _ target: Int) async {
+    for await current in value.stream() where current >= target { return }
+}
+
 /// Deterministic image-like payloads of a given size.
 func payload(_ seed: Int, size: Int = 30_000) -> [UInt8] {
     (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7) }
-}
-
-/// Waits until `condition` holds, polling; fails after `timeout`.
-func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now.advanced(by: timeout)
-    while clock.now < deadline {
-        if await condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return await condition()
 }

@@ -52,13 +52,18 @@ import TestSupport
         let loader = ImageLoader(fetcher: fetcher)
         let url = URL(string: "http://127.0.0.1:1/x")!
         let task = Task { try await loader.fetch(url) }
-        #expect(try await eventually { fetcher.started == 1 })
+        await reach(fetcher.started, 1)
         guard case .inProgress = await loader.state(forKey: url.absoluteString) else {
             Issue.record("expected .inProgress")
             return
         }
         #expect(await loader.cache.count == 1)
-        task.cancel()
+        fetcher.open()
+        #expect(try await task.value.data == Array(url.absoluteString.utf8))
+        guard case .completed = await loader.state(forKey: url.absoluteString) else {
+            Issue.record("expected .completed")
+            return
+        }
     }
 
     @Test func databaseStreamsCountDiskAndOriginAccess() async throws {

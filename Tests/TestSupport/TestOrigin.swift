@@ -14,15 +14,27 @@ public final class TestOrigin: Sendable {
         case status(Int)
         /// Waits, then answers 200 with these bytes.
         case slow(Duration, [UInt8])
-        /// 200 without a Content-Length, `chunk` bytes every `interval`, `chunks` times.
-        case stream(chunk: Int, chunks: Int, interval: Duration)
+        /// 200 without a Content-Length, `chunks` writes of `chunk` bytes, as fast as the client
+        /// reads them.
+        case stream(chunk: Int, chunks: Int)
     }
 
     private let behaviors = Mutex<[String: Behavior]>([:])
     private let counts = Mutex<[String: Int]>([:])
     private let streamed = Mutex(0)
+    private let streamEnds: AsyncStream<Int>
+    private let streamEnded: AsyncStream<Int>.Continuation
 
-    public init() {}
+    public init() {
+        (streamEnds, streamEnded) = AsyncStream.makeStream(of: Int.self)
+    }
+
+    /// Waits until a `.stream` body has ended (written whole, or stopped because the client went
+    /// away) and returns the bytes streamed by then.
+    public func nextStreamEnd() async -> Int? {
+        var iterator = streamEnds.makeAsyncIterator()
+        return await iterator.next()
+    }
 
     /// Sets how `/images/<name>` answers.
     public func set(_ name: String, _ behavior: Behavior) {
@@ -58,13 +70,13 @@ public final class TestOrigin: Sendable {
             case let .slow(delay, bytes):
                 try await Task.sleep(for: delay)
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-            case let .stream(chunk, chunks, interval):
+            case let .stream(chunk, chunks):
                 let buffer = ByteBuffer(repeating: 0x42, count: chunk)
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: ResponseBody { writer in
+                    defer { self.streamEnded.yield(self.streamedBytes) }
                     for _ in 0..<chunks {
                         try await writer.write(buffer)
                         self.streamed.withLock { $0 += chunk }
-                        try await Task.sleep(for: interval)
                     }
                     try await writer.finish(nil)
                 })

@@ -1,8 +1,8 @@
 import AsyncHTTPClient
-import Crypto
 import Foundation
 import ImageCache
 import NIOCore
+import NIOHTTP1
 
 /// The book's `EmojiArtModel`: loads the gallery's feed, then verifies every image
 /// concurrently, publishing progress as it goes.
@@ -52,8 +52,6 @@ public actor EmojiArtModel {
     public nonisolated let phase = LiveValue<Phase>(.idle)
     /// Verification progress, live.
     public nonisolated let progress = LiveValue(VerificationProgress(total: 0))
-    /// The feed, readable from anywhere without waiting for the actor.
-    public nonisolated let feed = LiveValue<[ImageFile]>([])
     /// The first feed entry of each piece number, readable from anywhere.
     public nonisolated let feedByPiece = LiveValue<[Int: ImageFile]>([:])
 
@@ -104,7 +102,6 @@ public actor EmojiArtModel {
             throw Error.invalidFeed(url: url, reason: "\(error)")
         }
         imageFeed = feed
-        self.feed.update { $0 = feed }
         let byPiece = Dictionary(feed.compactMap { file in file.pieceNumber.map { ($0, file) } }) { first, _ in first }
         feedByPiece.update { $0 = byPiece }
         statuses = Array(repeating: .pending, count: feed.count)
@@ -171,12 +168,6 @@ public actor EmojiArtModel {
         return (imageFeed[index], statuses[index])
     }
 
-    /// The first feed entry for piece `number` and its status.
-    public func entry(piece number: Int) -> (file: ImageFile, status: VerificationStatus)? {
-        guard let index = imageFeed.firstIndex(where: { $0.pieceNumber == number }) else { return nil }
-        return (imageFeed[index], statuses[index])
-    }
-
     /// Every entry with its status, in feed order.
     public var entries: [(file: ImageFile, status: VerificationStatus)] {
         Array(zip(imageFeed, statuses))
@@ -186,7 +177,7 @@ public actor EmojiArtModel {
     private nonisolated static func verify(_ request: ImageRequest, database: ImageDatabase) async -> VerificationStatus {
         do {
             let image = try await database.image(request)
-            let actual = SHA256.hash(data: image.data).map { String(format: "%02x", $0) }.joined()
+            let actual = SHA256Hex.digest(image.data)
             guard let expected = request.expectedSHA256, actual == expected else {
                 return .mismatch(expected: request.expectedSHA256 ?? "none", actual: actual)
             }

@@ -88,12 +88,16 @@ public enum TerminalText {
             ("origin fetches", "\(stats.originFetches)"),
             ("time", String(format: "%.2f s", seconds)),
         ]
-        if stats.corruptEntries > 0 { rows.append(("corrupt entries", "\(stats.corruptEntries)")) }
+        if stats.corruptEntries > 0 { rows.append(("dropped", "\(stats.corruptEntries)")) }
         if stats.diskFailures > 0 { rows.append(("disk failures", "\(stats.diskFailures)")) }
         let width = rows.map(\.0.count).max() ?? 0
         var lines = rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
         for problem in report.problems where problem.status != .missing {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
+        }
+        if stats.corruptEntries > 0 {
+            let entries = stats.corruptEntries == 1 ? "entry" : "entries"
+            lines.append("dropped \(stats.corruptEntries) damaged cache \(entries) (deleted and fetched again)")
         }
         return lines.joined(separator: "\n")
     }

@@ -1,89 +1,213 @@
-import Crypto
+import CXXHash
 
-/// The on-disk format of one cache entry (version 1), little-endian:
+/// The on-disk format of one cache entry, version 2. Integers are little-endian.
 ///
 /// ```
-/// offset  size  field
-///      0     4  magic "EMJC"
-///      4     1  format version (1)
-///      5     3  zero
-///      8     8  payload length
-///     16    32  SHA-256 of the payload
-///     48     4  key length K
-///     52     2  content-type length T
-///     54     4  pixel width  (-1 when unknown)
-///     58     4  pixel height (-1 when unknown)
-///     62     K  the cache key, UTF-8 (a file is only served for its own key)
-///   62+K     T  the content type, UTF-8
-/// 62+K+T     -  the payload: the encoded image
+/// offset       size  field
+///      0          4  magic "EMJC"
+///      4          1  format version (2)
+///      5          3  zero
+///      8          4  key length K
+///     12          4  metadata length M
+///     16          8  payload length P
+///     24          8  zero (reserved)
+///     32          K  the cache key, UTF-8: a file is only served for its own key
+///   32+K          M  metadata: records of (tag u16, length u32, value), see ``Tag``
+/// 32+K+M          P  the payload: the encoded image
+/// 32+K+M+P        8  XXH3-64 of every byte before it
 /// ```
-/// A file whose length, hash, key or header does not check out is corrupt.
+///
+/// The checksum covers the whole entry, header and metadata included, so a damaged length,
+/// content type or pixel size is caught like a damaged payload. It guards against accidental
+/// damage (torn writes, bit rot), as LevelDB's and RocksDB's CRC32C do; authenticity is the
+/// feed's SHA-256, checked once when bytes arrive from the origin.
+///
+/// Metadata records leave room for what later versions store with an entry (HTTP validators,
+/// freshness, the original a variant was made from) without a new format version: a reader
+/// skips tags it does not know. Every length read from a file is checked against the bytes
+/// actually there, by subtraction from what remains, so no value in a file can overflow an
+/// offset or reach outside the buffer.
 enum DiskEntry {
     static let magic: [UInt8] = Array("EMJC".utf8)
-    static let version: UInt8 = 1
-    static let headerSize = 62
+    static let version: UInt8 = 2
+    static let headerSize = 32
+    static let checksumSize = 8
+    /// Longest content type kept, in UTF-8 bytes; a longer one is cut.
+    static let contentTypeLimit = 1024
 
+    /// Metadata record tags.
+    enum Tag: UInt16 {
+        /// The content type, UTF-8. Required.
+        case contentType = 1
+        /// Width and height in pixels, two little-endian `Int32`s, each >= 0.
+        case pixelSize = 2
+    }
+
+    /// Why an entry was not accepted. Every case but ``outdatedVersion`` means damage.
+    enum Problem: Swift.Error, Equatable, CustomStringConvertible {
+        /// Fewer bytes than the smallest possible entry.
+        case truncated(length: Int)
+        /// Does not start with the magic bytes.
+        case notAnEntry
+        /// Written by format version 1, which has no whole-entry checksum: dropped as a miss.
+        case outdatedVersion(UInt8)
+        /// A format version this build does not know.
+        case unknownVersion(UInt8)
+        /// The bytes do not hash to the stored checksum.
+        case checksumMismatch
+        /// The lengths in the header do not add up to the file's length.
+        case lengthMismatch(length: Int, key: UInt32, metadata: UInt32, payload: UInt64)
+        /// The entry was written for another key (a hash collision of file names, or a copied file).
+        case otherKey
+        /// The metadata section does not parse.
+        case badMetadata(String)
+
+        var description: String {
+            switch self {
+            case let .truncated(length): "\(length) bytes, shorter than any entry (truncated?)"
+            case .notAnEntry: "not a cache entry (bad magic)"
+            case let .outdatedVersion(version): "written by format version \(version), which this build no longer reads"
+            case let .unknownVersion(version): "unknown format version \(version)"
+            case .checksumMismatch: "the bytes do not match their XXH3 checksum"
+            case let .lengthMismatch(length, key, metadata, payload):
+                "header says key \(key) + metadata \(metadata) + payload \(payload) bytes, file has \(length)"
+            case .otherKey: "the entry belongs to another key"
+            case let .badMetadata(reason): "bad metadata: \(reason)"
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    /// The bytes of `image`'s entry under `key`.
     static func encode(_ image: Image, key: String) -> [UInt8] {
         let keyBytes = Array(key.utf8)
-        let typeBytes = Array(image.contentType.utf8.prefix(Int(UInt16.max)))
+        var metadata: [UInt8] = []
+        appendRecord(.contentType, Array(image.contentType.utf8.prefix(contentTypeLimit)), to: &metadata)
+        if let size = image.pixelSize {
+            var value: [UInt8] = []
+            append(UInt32(bitPattern: Int32(clamping: max(0, size.width))), to: &value)
+            append(UInt32(bitPattern: Int32(clamping: max(0, size.height))), to: &value)
+            appendRecord(.pixelSize, value, to: &metadata)
+        }
         var out: [UInt8] = []
-        out.reserveCapacity(headerSize + keyBytes.count + typeBytes.count + image.data.count)
+        out.reserveCapacity(headerSize + keyBytes.count + metadata.count + image.data.count + checksumSize)
         out += magic
         out += [version, 0, 0, 0]
-        append(UInt64(image.data.count), to: &out)
-        out += SHA256.hash(data: image.data)
         append(UInt32(keyBytes.count), to: &out)
-        append(UInt16(typeBytes.count), to: &out)
-        append(UInt32(bitPattern: Int32(clamping: image.pixelSize?.width ?? -1)), to: &out)
-        append(UInt32(bitPattern: Int32(clamping: image.pixelSize?.height ?? -1)), to: &out)
+        append(UInt32(metadata.count), to: &out)
+        append(UInt64(image.data.count), to: &out)
+        append(UInt64(0), to: &out)
         out += keyBytes
-        out += typeBytes
+        out += metadata
         out += image.data
+        append(checksum(out, count: out.count), to: &out)
         return out
     }
 
-    /// Parses and checks an entry; the error string says what is wrong.
-    static func decode(_ bytes: [UInt8], key: String) -> Result<Image, EntryProblem> {
-        guard bytes.count >= headerSize else { return .failure(.init("\(bytes.count) bytes, shorter than a header")) }
-        guard Array(bytes[0..<4]) == magic else { return .failure(.init("not a cache entry (bad magic)")) }
-        guard bytes[4] == version else { return .failure(.init("format version \(bytes[4]), expected \(version)")) }
-        let payloadLength = Int(clamping: read(UInt64.self, bytes, at: 8))
-        let storedHash = bytes[16..<48]
-        let keyLength = Int(read(UInt32.self, bytes, at: 48))
-        let typeLength = Int(read(UInt16.self, bytes, at: 52))
-        let width = Int(Int32(bitPattern: read(UInt32.self, bytes, at: 54)))
-        let height = Int(Int32(bitPattern: read(UInt32.self, bytes, at: 58)))
-        let expected = headerSize + keyLength + typeLength + payloadLength
-        guard expected == bytes.count else {
-            return .failure(.init("length \(bytes.count), header says \(expected) (truncated?)"))
-        }
-        let keyEnd = headerSize + keyLength
-        guard bytes[headerSize..<keyEnd].elementsEqual(key.utf8) else {
-            return .failure(.init("entry is for another key"))
-        }
-        let payload = Array(bytes[(keyEnd + typeLength)...])
-        guard SHA256.hash(data: payload).elementsEqual(storedHash) else {
-            return .failure(.init("payload does not match its SHA-256"))
-        }
-        let contentType = String(decoding: bytes[keyEnd..<(keyEnd + typeLength)], as: UTF8.self)
-        let size = width >= 0 && height >= 0 ? Image.PixelSize(width: width, height: height) : nil
-        return .success(Image(data: payload, contentType: contentType, pixelSize: size))
-    }
-
-    struct EntryProblem: Swift.Error {
-        let reason: String
-        init(_ reason: String) { self.reason = reason }
+    private static func appendRecord(_ tag: Tag, _ value: [UInt8], to out: inout [UInt8]) {
+        append(tag.rawValue, to: &out)
+        append(UInt32(value.count), to: &out)
+        out += value
     }
 
     private static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { out += $0 }
     }
 
-    private static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
-        var value = T.zero
-        for index in 0..<MemoryLayout<T>.size {
-            value |= T(bytes[offset + index]) << (8 * index)
+    // MARK: - Reading
+
+    /// Parses and checks an entry read from disk.
+    static func decode(_ bytes: [UInt8], key: String) -> Result<Image, Problem> {
+        let length = bytes.count
+        guard length >= 5 else { return .failure(.truncated(length: length)) }
+        guard bytes[0] == magic[0], bytes[1] == magic[1], bytes[2] == magic[2], bytes[3] == magic[3] else {
+            return .failure(.notAnEntry)
         }
-        return value
+        switch bytes[4] {
+        case version: break
+        case 1: return .failure(.outdatedVersion(1))
+        case let other: return .failure(.unknownVersion(other))
+        }
+        guard length >= headerSize + checksumSize else { return .failure(.truncated(length: length)) }
+        let body = length - checksumSize
+        guard checksum(bytes, count: body) == read(UInt64.self, bytes, at: body) else {
+            return .failure(.checksumMismatch)
+        }
+        // The checksum matched, yet nothing below trusts a length it has not checked.
+        let keyLength = read(UInt32.self, bytes, at: 8)
+        let metadataLength = read(UInt32.self, bytes, at: 12)
+        let payloadLength = read(UInt64.self, bytes, at: 16)
+        var remaining = body - headerSize
+        guard UInt64(keyLength) <= UInt64(remaining) else {
+            return .failure(.lengthMismatch(length: length, key: keyLength, metadata: metadataLength, payload: payloadLength))
+        }
+        remaining -= Int(keyLength)
+        guard UInt64(metadataLength) <= UInt64(remaining) else {
+            return .failure(.lengthMismatch(length: length, key: keyLength, metadata: metadataLength, payload: payloadLength))
+        }
+        remaining -= Int(metadataLength)
+        guard payloadLength == UInt64(remaining) else {
+            return .failure(.lengthMismatch(length: length, key: keyLength, metadata: metadataLength, payload: payloadLength))
+        }
+        let keyEnd = headerSize + Int(keyLength)
+        guard bytes[headerSize..<keyEnd].elementsEqual(key.utf8) else { return .failure(.otherKey) }
+        let metadataEnd = keyEnd + Int(metadataLength)
+        let fields: (contentType: String, pixelSize: Image.PixelSize?)
+        switch parseMetadata(bytes, from: keyEnd, to: metadataEnd) {
+        case let .success(parsed): fields = parsed
+        case let .failure(problem): return .failure(problem)
+        }
+        let payload = Array(bytes[metadataEnd..<body])
+        return .success(Image(data: payload, contentType: fields.contentType, pixelSize: fields.pixelSize))
+    }
+
+    /// Walks the metadata records in `bytes[start..<end]`; unknown tags are skipped.
+    private static func parseMetadata(
+        _ bytes: [UInt8], from start: Int, to end: Int
+    ) -> Result<(contentType: String, pixelSize: Image.PixelSize?), Problem> {
+        var offset = start
+        var contentType: String?
+        var pixelSize: Image.PixelSize?
+        while offset < end {
+            guard end - offset >= 6 else { return .failure(.badMetadata("a record header is cut off")) }
+            let tag = read(UInt16.self, bytes, at: offset)
+            let valueLength = read(UInt32.self, bytes, at: offset + 2)
+            let valueStart = offset + 6
+            guard UInt64(valueLength) <= UInt64(end - valueStart) else {
+                return .failure(.badMetadata("record \(tag) claims \(valueLength) bytes, \(end - valueStart) remain"))
+            }
+            let valueEnd = valueStart + Int(valueLength)
+            switch Tag(rawValue: tag) {
+            case .contentType:
+                guard contentType == nil else { return .failure(.badMetadata("two content types")) }
+                guard valueLength <= contentTypeLimit,
+                      let text = String(validating: bytes[valueStart..<valueEnd], as: UTF8.self)
+                else { return .failure(.badMetadata("the content type is not short UTF-8")) }
+                contentType = text
+            case .pixelSize:
+                guard pixelSize == nil else { return .failure(.badMetadata("two pixel sizes")) }
+                guard valueLength == 8 else { return .failure(.badMetadata("a pixel size of \(valueLength) bytes")) }
+                let width = Int32(bitPattern: read(UInt32.self, bytes, at: valueStart))
+                let height = Int32(bitPattern: read(UInt32.self, bytes, at: valueStart + 4))
+                guard width >= 0, height >= 0 else { return .failure(.badMetadata("a negative pixel size")) }
+                pixelSize = Image.PixelSize(width: Int(width), height: Int(height))
+            case nil:
+                break  // written by a later version: not ours to interpret
+            }
+            offset = valueEnd
+        }
+        guard let contentType else { return .failure(.badMetadata("no content type")) }
+        return .success((contentType, pixelSize))
+    }
+
+    /// XXH3-64 of `bytes[0..<count]`.
+    static func checksum(_ bytes: [UInt8], count: Int) -> UInt64 {
+        bytes.withUnsafeBytes { XXH3_64bits($0.baseAddress, count) }
+    }
+
+    /// A little-endian integer at `offset`; the caller has checked that it lies inside `bytes`.
+    private static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
+        bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
     }
 }

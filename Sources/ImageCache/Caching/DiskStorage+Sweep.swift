@@ -31,6 +31,7 @@ extension DiskStorage {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             names = try listDirectory()
+            scans.withLock { $0 += 1 }
         } catch {
             throw .diskFailure(path: directory.path, reason: "cannot create or list the cache directory: \(error)")
         }

@@ -10,8 +10,10 @@ import Glibc
 ///
 /// - Writes go to a temporary file that is renamed into place, so a crash leaves the old entry,
 ///   the new entry, or a temporary file that ``setUp()`` deletes.
-/// - Every read checks the entry's length, key and payload hash; a bad entry is deleted and
-///   reported as ``ImageLoader/Error/corruptEntry(file:reason:)``, never returned.
+/// - Every read checks the whole entry against its XXH3 checksum and every length in it against
+///   the file (see the format in `DiskEntry`); a bad entry is deleted and reported as
+///   ``ImageLoader/Error/corruptEntry(file:reason:)``, never returned and never a crash. An entry
+///   of the older format 1 is deleted and answered as a miss.
 /// - The total size stays under ``sizeLimit`` while running: each write evicts least recently
 ///   used entries (never the one just written), so the limit is exceeded by at most one entry.
 /// - Several processes may share a directory: renames are atomic, a file another process
@@ -31,6 +33,10 @@ public final class DiskStorage: Sendable {
     let logger: Logger
     /// Index of entry file names by recency, with their sizes as cost.
     let index = Mutex(LRUCache<String, Int>())
+    let scans = Mutex(0)
+
+    /// How many times ``setUp()`` has listed the directory.
+    public var directoryScans: Int { scans.withLock { $0 } }
 
     /// Creates storage in `directory` (created by ``setUp()`` when missing).
     public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024, synchronizesWrites: Bool = true, logger: Logger = Logger(label: "ImageCache.DiskStorage")) {
@@ -97,19 +103,25 @@ public final class DiskStorage: Sendable {
                 if index.value(forKey: name) == nil { index.insert(bytes.count, forKey: name, cost: bytes.count) }
             }
             return image
+        case let .failure(.outdatedVersion(version)):
+            // Not damage: an entry of an older build. Dropped, and fetched again as a miss.
+            remove(fileNamed: name)
+            logger.info("dropped a cache entry of format version \(version)", metadata: ["file": "\(name)"])
+            return nil
         case let .failure(problem):
-            _ = unlink(path(name).string)
-            index.withLock { _ = $0.removeValue(forKey: name) }
-            logger.warning("deleted corrupt cache entry", metadata: ["file": "\(name)", "reason": "\(problem.reason)"])
-            throw .corruptEntry(file: name, reason: problem.reason)
+            remove(fileNamed: name)
+            throw .corruptEntry(file: name, reason: problem.description)
         }
+    }
+
+    private func remove(fileNamed name: String) {
+        _ = unlink(path(name).string)
+        index.withLock { _ = $0.removeValue(forKey: name) }
     }
 
     /// Removes `key`'s entry, if any.
     public func remove(forKey key: String) {
-        let name = fileName(forKey: key)
-        _ = unlink(path(name).string)
-        index.withLock { _ = $0.removeValue(forKey: name) }
+        remove(fileNamed: fileName(forKey: key))
     }
 
     /// Removes every entry this process knows of and any other entry file in the directory.

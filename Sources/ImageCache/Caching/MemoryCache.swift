@@ -41,11 +41,6 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// Removes the image for `key`.
-    public func removeImage(forKey key: String) {
-        storage.withLock { _ = $0.removeValue(forKey: key) }
-    }
-
     /// Removes every image.
     public func removeAll() {
         storage.withLock { $0.removeAll() }

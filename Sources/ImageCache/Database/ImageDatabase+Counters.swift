@@ -30,31 +30,32 @@ extension ImageDatabase {
 
     /// The current counts and sizes.
     public func stats() -> Stats {
-        let memory = imageLoader.memory.usage
+        let memory = pipeline.memory.usage
         let disk = storage.usage
+        let counters = pipeline.counters
         return Stats(
-            memoryHits: imageLoader.memory.hits.value,
-            diskHits: diskHits.value,
-            originFetches: originFetches.value,
-            coalesced: imageLoader.coalescedCounter.value,
-            failures: imageLoader.failureCounter.value,
-            corruptEntries: corruptEntries.value,
-            diskFailures: diskFailures.value,
+            memoryHits: pipeline.memory.hits.value,
+            diskHits: counters.diskHits.value,
+            originFetches: counters.originFetches.value,
+            coalesced: counters.coalesced.value,
+            failures: counters.failures.value,
+            corruptEntries: counters.corruptEntries.value,
+            diskFailures: counters.diskFailures.value,
             memoryEntries: memory.count,
             memoryBytes: memory.bytes,
             diskEntries: disk.entries,
             diskBytes: disk.bytes,
-            diskAvailable: isDiskAvailable
+            diskAvailable: pipeline.isDiskAvailable
         )
     }
 
     /// The number of disk hits so far, then each new count: the book's `onDiskAccess`.
     /// Every call returns a new stream; any number may be followed at once.
-    public nonisolated var onDiskAccess: AsyncStream<Int> { diskHits.stream() }
+    public nonisolated var onDiskAccess: AsyncStream<Int> { pipeline.counters.diskHits.stream() }
 
     /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
     public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
 
     /// The number of requests sent to the origin so far, then each new count.
-    public nonisolated var onOriginFetch: AsyncStream<Int> { originFetches.stream() }
+    public nonisolated var onOriginFetch: AsyncStream<Int> { pipeline.counters.originFetches.stream() }
 }

@@ -6,10 +6,11 @@ import Synchronization
 /// The book's `@globalActor ImageDatabase`: memory, then a download in flight, then a
 /// persistent, crash-safe disk cache, then the network, with live hit counters.
 ///
-/// Isolation: a global actor guarding set-up state. A memory hit is answered without hopping
-/// onto it (the memory tier is behind a mutex); every other lookup joins the loader's single
-/// download for its key, so N concurrent requests cause one disk read or one origin fetch.
-/// Disk I/O, hashing and processing run in that download task, off both actors.
+/// Isolation: a global actor, as in the book, but a thin face over an `ImagePipeline`, which
+/// owns every stage (memory, the flight of each key, disk, origin, processing, store) behind
+/// mutexes. No lookup hops onto this actor: a memory hit is a mutex lookup, a disk hit is read
+/// by the calling task, and N concurrent requests for a key cause one disk read or one origin
+/// fetch. Disk I/O, hashing and processing never run on an actor's executor.
 ///
 /// A disk that cannot be used (unwritable directory, full disk) is logged and counted, and
 /// images keep loading from memory and network.
@@ -57,26 +58,12 @@ public actor ImageDatabase {
 
     /// The configuration this database was made with.
     public nonisolated let configuration: Configuration
-    /// The memory tier and single-flight downloads.
+    /// The pipeline this database is a face of; ``imageLoader`` fronts the same one.
+    nonisolated let pipeline: ImagePipeline
+    /// The memory tier and single flight: the book's loader, over this database's pipeline.
     public nonisolated let imageLoader: ImageLoader
     /// The disk tier.
     public nonisolated let storage: DiskStorage
-    nonisolated let logger: Logger
-
-    nonisolated let diskHits = LiveCounter()
-    nonisolated let originFetches = LiveCounter()
-    nonisolated let corruptEntries = LiveCounter()
-    nonisolated let diskFailures = LiveCounter()
-
-    private var setUpReport: DiskStorage.SetUpReport?
-    private var diskError: ImageLoader.Error?
-    private var isSetUp = false
-    /// After set-up: the disk tier, or nil when it is unusable. Read on every miss, so it sits
-    /// behind a mutex rather than costing a hop onto this actor.
-    private nonisolated let readyDisk = Mutex<DiskStorage??>(.none)
-
-    /// Whether the disk tier is in use (false until set up, or when it failed).
-    var isDiskAvailable: Bool { isSetUp && diskError == nil }
 
     /// Creates a database.
     /// - Parameters:
@@ -89,138 +76,64 @@ public actor ImageDatabase {
         logger: Logger = Logger(label: "ImageCache.ImageDatabase")
     ) {
         self.configuration = configuration
-        self.logger = logger
-        imageLoader = ImageLoader(configuration: configuration.loader, fetcher: fetcher, clock: clock)
         storage = DiskStorage(
             directory: configuration.directory, sizeLimit: configuration.diskSizeLimit,
             synchronizesWrites: configuration.synchronizesWrites, logger: logger
         )
+        pipeline = ImagePipeline(
+            configuration: configuration.loader, disk: storage, fetcher: fetcher, clock: AnyClock(clock), logger: logger
+        )
+        imageLoader = ImageLoader(pipeline: pipeline)
     }
 
     /// Prepares the disk tier: creates the directory, deletes leftovers of killed writers and
-    /// indexes the entries. Called on first use when not called before; safe to call again.
+    /// indexes the entries. Runs once: concurrent and later calls await the same set-up, and the
+    /// first lookup starts it when nobody called it before.
     ///
     /// Never throws: a disk that cannot be used is logged, counted and reported here, and the
     /// database runs on memory and network.
     @discardableResult
-    public func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
-        let storage = storage
-        let result = await offActor {
-            Result { () throws(ImageLoader.Error) in try storage.setUp() }
-        }
-        isSetUp = true
-        readyDisk.withLock { $0 = .some(result.isSuccess ? storage : nil) }
-        switch result {
-        case let .success(report):
-            setUpReport = report
-            diskError = nil
-            logger.debug("disk cache ready", metadata: [
-                "directory": "\(storage.directory.path)", "entries": "\(report.entries)", "bytes": "\(report.bytes)",
-            ])
-        case let .failure(error):
-            diskError = error
-            diskFailures.increment()
-            logger.error("disk cache unavailable, using memory and network only: \(error)")
-        }
-        return result
+    public nonisolated func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
+        await pipeline.setUp()
     }
 
     // MARK: - Loading
 
     /// Loads the image at `key`: a server path resolved against the loader's base URL, or an
     /// absolute URL, as the loader's configured variant (the book's `image(_:)`).
-    public func image(_ key: String) async throws -> Image {
+    public nonisolated func image(_ key: String) async throws -> Image {
         let url = try imageLoader.resolve(key)
         return try await image(ImageRequest(url: url, processor: configuration.loader.processor))
     }
 
-    /// Loads `request`: memory, then the download in flight, then disk, then the network.
+    /// Loads `request`: memory, then the download in flight, then disk, then the network (see
+    /// the pipeline's stages in `docs/architecture.md`).
     ///
     /// A variant (a request with a processor) is made from the original, which goes through
     /// the same path, so it is fetched once for all variants and cached on disk too.
     public nonisolated func image(_ request: ImageRequest) async throws -> Image {
-        if let image = imageLoader.memory.image(forKey: request.cacheKey) {
-            return image
-        }
-        let storage = if let ready = readyDisk.withLock({ $0 }) { ready } else { await readyStorage() }
-        return try await imageLoader.image(forKey: request.cacheKey, retryingFailures: request.retryingFailures) {
-            try await self.load(request, storage: storage)
-        }
-    }
-
-    /// The disk tier once set up, or `nil` when it is unusable.
-    private func readyStorage() async -> DiskStorage? {
-        if !isSetUp { await setUp() }
-        return diskError == nil ? storage : nil
-    }
-
-    /// Disk, then origin or processing, then store. Runs in the loader's download task.
-    private nonisolated func load(_ request: ImageRequest, storage: DiskStorage?) async throws -> Image {
-        let key = request.cacheKey
-        if let storage {
-            do {
-                if let image = try storage.read(forKey: key) {
-                    diskHits.increment()
-                    return image
-                }
-            } catch let error {
-                if case .corruptEntry = error { corruptEntries.increment() } else { diskFailures.increment() }
-                logger.warning("\(error)")
-            }
-        }
-        try Task.checkCancellation()
-        let image: Image
-        if let processor = request.processor {
-            let original = try await self.image(request.original)
-            image = try await ImageLoader.process(original, with: processor)
-        } else {
-            originFetches.increment()
-            image = try ImageLoader.verified(try await imageLoader.fetcher.fetch(request), request: request)
-        }
-        if let storage { write(image, forKey: key, to: storage) }
-        return image
-    }
-
-    private nonisolated func write(_ image: Image, forKey key: String, to storage: DiskStorage) {
-        do {
-            try storage.write(image, forKey: key)
-        } catch {
-            diskFailures.increment()
-            logger.error("\(error)")
-        }
+        try await pipeline.image(for: request)
     }
 
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).
-    public func store(image: Image, forKey key: String) async {
+    public nonisolated func store(image: Image, forKey key: String) async {
         await imageLoader.add(image, forKey: key)
-        if let storage = await readyStorage() {
-            await offActor { self.write(image, forKey: key, to: storage) }
+        if let disk = await pipeline.usableDisk() {
+            pipeline.write(image, forKey: key, to: disk)
         }
     }
 
     // MARK: - Clearing
 
     /// Deletes every entry on disk (the book's "clear disk cache").
-    public func clear() async {
-        if let storage = await readyStorage() {
-            await offActor { storage.removeAll() }
+    public nonisolated func clear() async {
+        if let disk = await pipeline.usableDisk() {
+            disk.removeAll()
         }
     }
 
-    /// Runs blocking work (file I/O) on the concurrent pool instead of this actor's executor.
-    @concurrent
-    private nonisolated func offActor<T: Sendable>(_ work: @Sendable () -> T) async -> T {
-        work()
-    }
-
     /// Empties the memory tier and forgets remembered failures ("clear memory cache").
-    public func clearMemory() async {
-        await imageLoader.clear()
-    }
-}
-
-extension Result {
-    var isSuccess: Bool {
-        if case .success = self { true } else { false }
+    public nonisolated func clearMemory() async {
+        pipeline.clearMemory()
     }
 }

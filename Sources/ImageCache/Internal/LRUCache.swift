@@ -132,3 +132,33 @@ struct LRUCache<Key: Hashable, Value> {
         nodes[slot].older = -1
     }
 }
+
+extension LRUCache {
+    /// Checks the structure: the list runs head to tail through every indexed slot exactly once,
+    /// its links agree both ways, free slots are not indexed, and the total cost is the sum of
+    /// the costs. Tests call it after every operation (swift-collections' invariant habit).
+    /// - Returns: the first violation found, or `nil`.
+    func invariantViolation() -> String? {
+        var seen = Set<Int>()
+        var slot = head
+        var previous = -1
+        var cost = 0
+        while slot != -1 {
+            guard slot >= 0, slot < nodes.count else { return "slot \(slot) is out of range" }
+            guard seen.insert(slot).inserted else { return "the list has a cycle at slot \(slot)" }
+            let node = nodes[slot]
+            guard node.newer == previous else { return "slot \(slot) links back to \(node.newer), not \(previous)" }
+            guard index[node.key] == slot else { return "slot \(slot) is not indexed under its key" }
+            cost += node.cost
+            previous = slot
+            slot = node.older
+        }
+        if previous != tail { return "the list ends at \(previous), the tail is \(tail)" }
+        if seen.count != index.count { return "\(seen.count) slots are linked, \(index.count) keys are indexed" }
+        if cost != totalCost { return "costs add up to \(cost), totalCost says \(totalCost)" }
+        if free.contains(where: seen.contains) { return "a free slot is still linked" }
+        if Set(free).count != free.count { return "a slot is free twice" }
+        if seen.count + free.count != nodes.count { return "\(nodes.count - seen.count - free.count) slots are lost" }
+        return nil
+    }
+}

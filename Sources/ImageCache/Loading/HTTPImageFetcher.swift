@@ -8,6 +8,11 @@ import NIOHTTP1
 /// Only a 2xx answer is an image. The whole exchange has a deadline; the body is capped while it
 /// streams in (a declared `Content-Length` over the cap is refused before reading, an undeclared
 /// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
+///
+/// At most ``maxConcurrentRequests`` requests of one fetcher run at once; the others wait here,
+/// in arrival order, before they reach the client. AsyncHTTPClient bounds a queued request's wait
+/// for a pooled connection by the connect timeout (2 s), so a burst queued in its pool would fail
+/// with time-outs; queued here, it waits as long as the burst takes.
 public struct HTTPImageFetcher: ImageFetching {
     /// The client; ``defaultClient`` unless one is given.
     public let client: HTTPClient
@@ -15,6 +20,9 @@ public struct HTTPImageFetcher: ImageFetching {
     public var timeout: Duration
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
+    /// Requests this fetcher runs at once; the default matches the client's 8 connections per host.
+    public var maxConcurrentRequests: Int { limiter.limit }
+    private let limiter: AsyncLimiter
 
     /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
     /// 2-second connect timeout. AsyncHTTPClient retries a refused connection until the connect
@@ -25,13 +33,23 @@ public struct HTTPImageFetcher: ImageFetching {
     )
 
     /// Creates a fetcher.
-    public init(client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024) {
+    public init(
+        client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024,
+        maxConcurrentRequests: Int = 8
+    ) {
         self.client = client
         self.timeout = timeout
         self.maxBodySize = maxBodySize
+        limiter = AsyncLimiter(limit: maxConcurrentRequests)
     }
 
+    /// Fetches `request.url`, waiting for a free slot first (see ``maxConcurrentRequests``).
+    /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`.
     public func fetch(_ request: ImageRequest) async throws -> Image {
+        try await limiter.run { try await send(request) }
+    }
+
+    private func send(_ request: ImageRequest) async throws -> Image {
         let url = request.url.absoluteString
         guard let scheme = request.url.scheme, scheme == "http" || scheme == "https" else {
             throw ImageLoader.Error.invalidURL(url)

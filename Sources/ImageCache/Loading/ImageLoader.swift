@@ -1,5 +1,7 @@
 import Clocks
 import Foundation
+import Logging
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -7,8 +9,9 @@ import FoundationNetworking
 /// Loads images and keeps them in memory: the book's `ImageLoader` actor and the article's
 /// `fetch(_:)` entry points, made bounded, failure-aware and cancellable.
 ///
-/// Isolation: an actor. It guards the download states only; fetching, hashing, processing and
-/// disk I/O run in the download task, off the actor's executor.
+/// Isolation: an actor, as in the book, but a thin face: the states live in the
+/// `ImagePipeline` it fronts (behind mutexes), so loading never hops onto this actor, and
+/// fetching, hashing and processing run in the calling task or the download's task.
 ///
 /// - Concurrent requests for one key share one download (registered before the first
 ///   suspension point, so no caller can slip in between).
@@ -63,29 +66,17 @@ public actor ImageLoader {
         }
     }
 
-    /// One download and the callers waiting for it.
-    struct Flight {
-        let id: UInt64
-        let task: Task<Image, any Swift.Error>
-        var waiters: [UInt64: CheckedContinuation<Image, any Swift.Error>] = [:]
-    }
+    /// The pipeline this loader is a face of.
+    nonisolated let pipeline: ImagePipeline
 
     /// The configuration this loader was made with.
-    public nonisolated let configuration: Configuration
+    public nonisolated var configuration: Configuration { pipeline.configuration }
     /// Where originals come from.
-    public nonisolated let fetcher: any ImageFetching
-    nonisolated let clock: AnyClock<Duration>
-
+    public nonisolated var fetcher: any ImageFetching { pipeline.fetcher }
     /// The memory tier, readable without hopping onto this actor.
-    public nonisolated let memory: MemoryCache
-    private var flights: [String: Flight] = [:]
-    private var failures: [String: (error: Error, until: AnyClock<Duration>.Instant)] = [:]
-    private var nextID: UInt64 = 0
+    public nonisolated var memory: MemoryCache { pipeline.memory }
 
-    nonisolated let coalescedCounter = LiveCounter()
-    nonisolated let failureCounter = LiveCounter()
-
-    /// Creates a loader.
+    /// Creates a loader with memory and single flight, and no disk (``ImageDatabase`` adds one).
     /// - Parameters:
     ///   - fetcher: where originals come from; HTTP by default.
     ///   - clock: the clock failure expiries are measured on; tests pass a `TestClock`.
@@ -94,28 +85,33 @@ public actor ImageLoader {
         fetcher: any ImageFetching = HTTPImageFetcher(),
         clock: some Clock<Duration> = ContinuousClock()
     ) {
-        self.configuration = configuration
-        self.fetcher = fetcher
-        self.clock = AnyClock(clock)
-        memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
+        pipeline = ImagePipeline(
+            configuration: configuration, disk: nil, fetcher: fetcher, clock: AnyClock(clock),
+            logger: Logger(label: "ImageCache.ImageLoader")
+        )
+    }
+
+    /// A face over an existing pipeline (the database's).
+    init(pipeline: ImagePipeline) {
+        self.pipeline = pipeline
     }
 
     // MARK: - The book's and the article's entry points
 
     /// Loads the image at `serverPath`, relative to ``Configuration/baseURL``, as the
     /// configured variant.
-    public func image(_ serverPath: String) async throws -> Image {
+    public nonisolated func image(_ serverPath: String) async throws -> Image {
         try await image(for: ImageRequest(url: resolve(serverPath), processor: configuration.processor))
     }
 
     /// Loads the image at `url` as the configured variant (the article's `fetch(_ url:)`).
-    public func fetch(_ url: URL) async throws -> Image {
+    public nonisolated func fetch(_ url: URL) async throws -> Image {
         try await image(for: ImageRequest(url: url, processor: configuration.processor))
     }
 
     /// Loads the image of `urlRequest` (URL and headers) as the configured variant (the
     /// article's `fetch(_ urlRequest:)`).
-    public func fetch(_ urlRequest: URLRequest) async throws -> Image {
+    public nonisolated func fetch(_ urlRequest: URLRequest) async throws -> Image {
         var request = try ImageRequest(urlRequest)
         request.processor = configuration.processor
         return try await image(for: request)
@@ -123,50 +119,47 @@ public actor ImageLoader {
 
     /// Loads `request` from memory, a running download, or the origin; a variant is made from
     /// the original, which is fetched once however many variants ask for it.
-    public func image(for request: ImageRequest) async throws -> Image {
-        try await image(forKey: request.cacheKey, retryingFailures: request.retryingFailures) { [fetcher] in
-            if let processor = request.processor {
-                let original = try await self.image(for: request.original)
-                return try await Self.process(original, with: processor)
-            }
-            return try await Self.verified(fetcher.fetch(request), request: request)
-        }
+    public nonisolated func image(for request: ImageRequest) async throws -> Image {
+        try await pipeline.image(for: request)
     }
 
-    /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`).
+    /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a
+    /// failure remembered for it.
     public func add(_ image: Image, forKey key: String) {
-        failures[key] = nil
+        pipeline.flights.withLock { $0.forgetFailure(key) }
         memory.insert(image, forKey: key)
     }
 
     /// Empties the memory cache and forgets remembered failures (running downloads go on).
     public func clear() {
-        memory.removeAll()
-        failures.removeAll()
+        pipeline.clearMemory()
     }
 
     /// Forgets the failure remembered for `key`, so the next request tries again.
     public func forgetFailure(forKey key: String) {
-        failures[key] = nil
+        pipeline.flights.withLock { $0.forgetFailure(key) }
     }
 
     /// The state of `key`: in progress, completed (in memory) or failed (not yet expired).
     public func state(forKey key: String) -> DownloadState? {
-        if let flight = flights[key] { return .inProgress(flight.task) }
+        let now = pipeline.clock.now
+        let (work, failure) = pipeline.flights.withLock { ($0.flights[key]?.work, $0.failure(key, now: now)) }
+        if let work { return .inProgress(work) }
         if let image = memory.peek(key) { return .completed(image) }
-        if let failure = failures[key], clock.now < failure.until { return .failed(failure.error, until: failure.until) }
+        if let failure { return .failed(failure.failure, until: failure.until) }
         return nil
     }
 
     /// How many callers are waiting for the download of `key` (0 when none is running).
     public func waiterCount(forKey key: String) -> Int {
-        flights[key]?.waiters.count ?? 0
+        pipeline.flights.withLock { $0.waiterCount(key) }
     }
 
     /// Every key's state, as the book's `cache` dictionary.
     public var cache: [String: DownloadState] {
+        let keys = pipeline.flights.withLock { Set($0.flights.keys).union($0.failures.keys) }
         var states: [String: DownloadState] = [:]
-        for key in Set(flights.keys).union(memory.keys).union(failures.keys) {
+        for key in keys.union(memory.keys) {
             states[key] = state(forKey: key)
         }
         return states
@@ -181,93 +174,6 @@ public actor ImageLoader {
     /// Every call returns a new stream; any number may be followed at once.
     public nonisolated var inMemoryAccess: AsyncStream<Int> { memory.hits.stream() }
 
-    // MARK: - Single flight
-
-    /// The one lookup path: memory, remembered failure, running download, then `load` in a new
-    /// download that every concurrent caller for `key` shares.
-    ///
-    /// `load` runs in an unstructured task, off this actor; its result is kept in memory
-    /// (success) or remembered until its expiry (failure other than cancellation).
-    public func image(
-        forKey key: String,
-        retryingFailures: Bool = false,
-        load: @escaping @Sendable () async throws -> Image
-    ) async throws -> Image {
-        // No suspension point from here until the flight is registered.
-        if let image = memory.image(forKey: key) { return image }
-        if let failure = failures[key] {
-            if retryingFailures || clock.now >= failure.until {
-                failures[key] = nil
-            } else {
-                throw failure.error
-            }
-        }
-        let flightID: UInt64
-        if let flight = flights[key] {
-            flightID = flight.id
-            coalescedCounter.increment()
-        } else {
-            flightID = makeID()
-            let task = Task<Image, any Swift.Error> {
-                let result = await Self.run(load)
-                await self.finish(key, flightID: flightID, result)
-                return try result.get()
-            }
-            flights[key] = Flight(id: flightID, task: task)
-        }
-        return try await wait(forKey: key, flightID: flightID)
-    }
-
-    private func wait(forKey key: String, flightID: UInt64) async throws -> Image {
-        let waiterID = makeID()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Image, any Swift.Error>) in
-                // Runs synchronously on this actor: the flight registered above is still here.
-                if Task.isCancelled || flights[key]?.id != flightID {
-                    continuation.resume(throwing: CancellationError())
-                    return
-                }
-                flights[key]?.waiters[waiterID] = continuation
-            }
-        } onCancel: {
-            Task { await self.cancelWaiter(waiterID, key: key, flightID: flightID) }
-        }
-    }
-
-    private func cancelWaiter(_ waiterID: UInt64, key: String, flightID: UInt64) {
-        guard var flight = flights[key], flight.id == flightID,
-              let continuation = flight.waiters.removeValue(forKey: waiterID)
-        else { return }
-        continuation.resume(throwing: CancellationError())
-        if flight.waiters.isEmpty {
-            flight.task.cancel()
-            flights[key] = nil
-        } else {
-            flights[key] = flight
-        }
-    }
-
-    private func finish(_ key: String, flightID: UInt64, _ result: Result<Image, any Swift.Error>) {
-        guard let flight = flights[key], flight.id == flightID else { return }  // cancelled by its last waiter
-        flights[key] = nil
-        switch result {
-        case let .success(image):
-            memory.insert(image, forKey: key)
-        case let .failure(error):
-            if let error = error as? Error {
-                let expiry = error.isTransient ? configuration.transientFailureExpiry : configuration.permanentFailureExpiry
-                failures[key] = (error, clock.now.advanced(by: expiry))
-                failureCounter.increment()
-            }
-        }
-        for continuation in flight.waiters.values { continuation.resume(with: result) }
-    }
-
-    private func makeID() -> UInt64 {
-        nextID += 1
-        return nextID
-    }
-
     /// Resolves a server path against the base URL; an absolute URL stays as it is.
     nonisolated func resolve(_ serverPath: String) throws(Error) -> URL {
         if let absolute = URL(string: serverPath), absolute.scheme != nil { return absolute }
@@ -275,32 +181,5 @@ public actor ImageLoader {
             throw .invalidURL(serverPath)
         }
         return url
-    }
-
-    // MARK: - Work done off the actor
-
-    private nonisolated static func run(_ load: @Sendable () async throws -> Image) async -> Result<Image, any Swift.Error> {
-        do { return .success(try await load()) } catch { return .failure(error) }
-    }
-
-    /// Checks the fetched bytes against the request's expected SHA-256.
-    nonisolated static func verified(_ image: Image, request: ImageRequest) throws -> Image {
-        guard let expected = request.expectedSHA256 else { return image }
-        let actual = SHA256Hex.digest(image.data)
-        guard actual == expected else {
-            throw Error.checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
-        }
-        return image
-    }
-
-    /// Runs a processor, wrapping its errors.
-    nonisolated static func process(_ image: Image, with processor: any ImageProcessing) async throws -> Image {
-        do {
-            return try await processor.process(image)
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            throw Error.processingFailed(processor: processor.identifier, reason: "\(error)")
-        }
     }
 }

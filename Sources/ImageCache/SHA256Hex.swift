@@ -1,14 +1,16 @@
 import Crypto
 
-/// SHA-256 as lowercase hex, the form feeds and file names use.
-enum SHA256Hex {
+/// SHA-256 as lowercase hex, the form the feed's checksums and the cache's file names use.
+public enum SHA256Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    static func digest(_ bytes: [UInt8]) -> String {
+    /// The SHA-256 of `bytes`, as 64 lowercase hex digits.
+    public static func digest(_ bytes: [UInt8]) -> String {
         hex(SHA256.hash(data: bytes))
     }
 
-    static func hex(_ digest: some Sequence<UInt8>) -> String {
+    /// Bytes as lowercase hex, two digits each.
+    public static func hex(_ digest: some Sequence<UInt8>) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(64)
         for byte in digest {
