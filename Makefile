@@ -2,7 +2,7 @@
 SWIFT ?= swift
 export VIPS_WARNING ?= 0
 
-.PHONY: all run test test-swift test-browser bench build release bootstrap clean
+.PHONY: all run test test-swift test-browser bench fuzz build release bootstrap clean
 
 all: build
 
@@ -34,5 +34,9 @@ bench:
 	$(SWIFT) build -c release --product emojiart
 	.build/release/emojiart-bench $(ARGS)
 
+## make fuzz: the disk entry decoder under libFuzzer for SECONDS (default 60).
+fuzz: bootstrap
+	scripts/fuzz $(SECONDS)
+
 clean:
-	rm -rf .build .build-bench .build-venv
+	rm -rf .build .build-bench .build-venv .build-fuzz

@@ -36,7 +36,7 @@ enum CacheBench {
         ])
     }
 
-    /// A disk hit of a 30 KB entry (read, length and SHA-256 checked) versus a raw read of the
+    /// A disk hit of a 30 KB entry (read; lengths, key and XXH3 checked) versus a raw read of the
     /// same file.
     static func diskHit() async throws {
         print("## Disk hit, 30 KB entries (µs; lower is better, target <= 3x raw)\n")

@@ -126,9 +126,10 @@ import TestSupport
 
     @Test func metricsCountRequestsPerPieceAndRoute() async throws {
         try await gallery().test(.router) { client in
-            for _ in 0..<3 { _ = try await client.execute(uri: "/gallery/image?7", method: .get) }
+            var bytes = 0
+            for _ in 0..<3 { bytes += try await client.execute(uri: "/gallery/image?7", method: .get).body.readableBytes }
             _ = try await client.execute(uri: "/gallery/image?10", method: .get)
-            _ = try await client.execute(uri: "/gallery/images", method: .get)
+            bytes += try await client.execute(uri: "/gallery/images", method: .get).body.readableBytes
             let text = try await client.execute(uri: "/metrics", method: .get) { response in
                 #expect(response.status == .ok)
                 return String(buffer: response.body)
@@ -138,8 +139,8 @@ import TestSupport
             #expect(text.contains(#"gallery_http_requests_total{route="/gallery/image",status="200"} 3"#))
             #expect(text.contains(#"gallery_http_requests_total{route="/gallery/image",status="404"} 1"#))
             #expect(text.contains(#"gallery_http_requests_total{route="/gallery/images",status="200"} 1"#))
-            #expect(text.contains("gallery_bytes_served_total"))
-            #expect(text.contains("gallery_render_duration_seconds"))
+            #expect(text.contains("gallery_bytes_served_total \(bytes)"), "\(text)")
+            #expect(text.contains("gallery_render_duration_seconds_count 1"), "\(text)")
         }
     }
 

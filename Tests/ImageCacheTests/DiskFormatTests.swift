@@ -38,6 +38,7 @@ import TestSupport
     @Test(arguments: [
         "magic", "version", "reserved", "key length", "metadata length", "payload length, top byte",
         "key", "metadata tag", "metadata record length", "content type", "payload", "checksum",
+        "truncated", "empty",
     ])
     func eachDamagedFieldIsACountedMissAndFetchedAgain(field: String) async throws {
         let origin = TestOrigin()
@@ -47,7 +48,11 @@ import TestSupport
             _ = try await database().image(request)
             let file = try #require(entryFiles.first)
             var bytes = [UInt8](try Data(contentsOf: file))
-            bytes[Self.offset(of: field, key: request.cacheKey, length: bytes.count)] ^= 0xFF
+            switch field {
+            case "truncated": bytes.removeLast(bytes.count / 2)
+            case "empty": bytes = []
+            default: bytes[Self.offset(of: field, key: request.cacheKey, length: bytes.count)] ^= 0xFF
+            }
             try Data(bytes).write(to: file)
 
             let reopened = database()

@@ -20,19 +20,27 @@ final class AppMetrics: Sendable {
     private let memoryBytes: Gauge
 
     init() {
+        let registry = registry
+        func counter(_ name: String, _ help: String, labels: [(String, String)] = []) -> Counter {
+            registry.makeCounter(descriptor: .init(namespace: "emojiart", metricName: name, unitName: "total", helpText: help), labels: labels)
+        }
+        func gauge(_ name: String, unit: String, _ help: String) -> Gauge {
+            registry.makeGauge(descriptor: .init(namespace: "emojiart", metricName: name, unitName: unit, helpText: help))
+        }
+        let hitsHelp = "Lookups answered by a cache tier"
         hits = [
-            "memory": registry.makeCounter(name: "emojiart_cache_hits_total", labels: [("tier", "memory")], help: "Lookups answered by a cache tier"),
-            "disk": registry.makeCounter(name: "emojiart_cache_hits_total", labels: [("tier", "disk")], help: "Lookups answered by a cache tier"),
-            "coalesced": registry.makeCounter(name: "emojiart_cache_hits_total", labels: [("tier", "in_flight")], help: "Lookups answered by a cache tier"),
+            "memory": counter("cache_hits", hitsHelp, labels: [("tier", "memory")]),
+            "disk": counter("cache_hits", hitsHelp, labels: [("tier", "disk")]),
+            "coalesced": counter("cache_hits", hitsHelp, labels: [("tier", "in_flight")]),
         ]
-        originFetches = registry.makeCounter(name: "emojiart_origin_fetches_total", help: "Requests sent to the gallery")
-        failures = registry.makeCounter(name: "emojiart_load_failures_total", help: "Image loads that failed")
-        corruptEntries = registry.makeCounter(name: "emojiart_disk_corrupt_entries_total", help: "Disk entries that failed their integrity check")
-        diskFailures = registry.makeCounter(name: "emojiart_disk_failures_total", help: "Disk operations that failed")
-        diskEntries = registry.makeGauge(name: "emojiart_disk_entries", help: "Entries in the disk cache")
-        diskBytes = registry.makeGauge(name: "emojiart_disk_bytes", help: "Bytes in the disk cache")
-        memoryEntries = registry.makeGauge(name: "emojiart_memory_entries", help: "Images in the memory cache")
-        memoryBytes = registry.makeGauge(name: "emojiart_memory_bytes", help: "Bytes in the memory cache")
+        originFetches = counter("origin_fetches", "Requests sent to the gallery")
+        failures = counter("load_failures", "Image loads that failed")
+        corruptEntries = counter("disk_corrupt_entries", "Disk entries that failed their integrity check")
+        diskFailures = counter("disk_failures", "Disk operations that failed")
+        diskEntries = gauge("disk", unit: "entries", "Entries in the disk cache")
+        diskBytes = gauge("disk", unit: "bytes", "Bytes in the disk cache")
+        memoryEntries = gauge("memory", unit: "entries", "Images in the memory cache")
+        memoryBytes = gauge("memory", unit: "bytes", "Bytes in the memory cache")
     }
 
     /// The exposition after bringing the counters up to `stats`.

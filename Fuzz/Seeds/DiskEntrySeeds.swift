@@ -1,0 +1,19 @@
+// Writes seed entries for the disk entry fuzzer: real entries from the cache's encoder, of every
+// shape (empty and non-empty payloads, with and without a pixel size), all for the key "k".
+import Foundation
+
+@main
+enum DiskEntrySeeds {
+    static func main() throws {
+        let directory = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : ".")
+        let images = [
+            Image(data: [], contentType: "image/png"),
+            Image(data: Array(0..<64), contentType: "image/png", pixelSize: .init(width: 111, height: 200)),
+            Image(data: Array(repeating: 0xFF, count: 700), contentType: "image/webp"),
+            Image(data: [1, 2, 3], contentType: "application/octet-stream", pixelSize: .init(width: 0, height: 0)),
+        ]
+        for (index, image) in images.enumerated() {
+            try Data(DiskEntry.encode(image, key: "k")).write(to: directory.appendingPathComponent("seed-\(index)"))
+        }
+    }
+}
