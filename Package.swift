@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -64,11 +66,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // RFC 9421 message signatures, RFC 9530 digests and RFC 8037 keys: the gallery signs its
+        // feed with them and the app verifies it, with one definition of the wire format.
+        .target(
+            name: "MessageSignatures",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "GalleryServer",
             dependencies: [
                 "Imaging",
+                "MessageSignatures",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -83,6 +97,7 @@ let package = Package(
             dependencies: [
                 "ImageCache",
                 "Imaging",
+                "MessageSignatures",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -98,6 +113,7 @@ let package = Package(
             name: "emojiart",
             dependencies: [
                 "Imaging",
+                "MessageSignatures",
                 "ImageCache",
                 "GalleryServer",
                 "EmojiArt",
@@ -174,12 +190,15 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "TestSupport", "emojiart",
+                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

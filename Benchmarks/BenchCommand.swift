@@ -22,6 +22,9 @@ struct BenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try FileManager.default.createDirectory(atPath: Bench.work, withIntermediateDirectories: true)
+        // The bench's galleries and apps keep their signing key and trusted keys under .build-bench,
+        // not in the user's data directory.
+        setenv("XDG_DATA_HOME", Bench.work + "/data", 1)
         print("# EmojiArt benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
         for section in only {
             switch section {

@@ -1,5 +1,7 @@
+import Foundation
 import Hummingbird
 import Logging
+import MessageSignatures
 
 /// How to run a gallery.
 public struct GalleryConfiguration: Sendable {
@@ -16,6 +18,15 @@ public struct GalleryConfiguration: Sendable {
     public var imageGate: ImageGate?
     /// The clock the injected latency is measured on; tests pass a manual clock.
     public var clock: any Clock<Duration>
+    /// The key the feed is signed with. A new, unsaved key by default; `emojiart gallery` keeps
+    /// one in its data directory (see `SigningKeyFile`).
+    public var signingKey: SigningKey
+    /// How long a feed signature stays valid after it is made (its `expires`). Default one hour:
+    /// long enough for clocks that differ and slow clients, short enough that a replayed feed
+    /// goes stale.
+    public var signatureLifetime: Duration
+    /// The wall clock signatures are dated by; tests pass one set in the past or the future.
+    public var now: @Sendable () -> Date
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984
@@ -23,7 +34,9 @@ public struct GalleryConfiguration: Sendable {
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none,
-        imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock()
+        imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock(),
+        signingKey: SigningKey = .init(), signatureLifetime: Duration = .seconds(3600),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.host = host
         self.port = port
@@ -31,7 +44,13 @@ public struct GalleryConfiguration: Sendable {
         self.faults = faults
         self.imageGate = imageGate
         self.clock = clock
+        self.signingKey = signingKey
+        self.signatureLifetime = signatureLifetime
+        self.now = now
     }
+
+    /// The fingerprint of ``signingKey``'s public key: its RFC 7638 JWK thumbprint.
+    public var keyFingerprint: String { signingKey.fingerprint }
 }
 
 /// The gallery ("book server") as a Hummingbird application.
@@ -49,6 +68,7 @@ public enum Gallery {
         let metrics = GalleryMetrics()
         metrics.rendered(in: art.renderTime)
         logger.info("rendered \(art.pieces.count) pieces in \(art.renderTime)")
+        logger.info("the feed is signed with key \(configuration.keyFingerprint) (Ed25519, published at /gallery/key)")
         if configuration.faults.isActive {
             logger.warning("fault injection on: \(configuration.faults)")
         }
@@ -64,7 +84,8 @@ public enum Gallery {
         )
     }
 
-    /// Builds the router: `/gallery/images`, `/gallery/image?N`, `/health`, `/metrics`, and
+    /// Builds the router: `/gallery/images` (signed), `/gallery/image?N`, `/gallery/key`,
+    /// `/health`, `/metrics`, and
     /// the gate's `/gallery/test/` routes when ``GalleryConfiguration/imageGate`` is set.
     public static func buildRouter(
         _ configuration: GalleryConfiguration, art: ArtStore, metrics: GalleryMetrics
@@ -73,7 +94,8 @@ public enum Gallery {
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
             art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults),
-            gate: configuration.imageGate, clock: configuration.clock
+            gate: configuration.imageGate, clock: configuration.clock,
+            signer: FeedSigner(key: configuration.signingKey, lifetime: configuration.signatureLifetime, now: configuration.now)
         )
         router.addRoutes(gallery.endpoints, atPath: "/gallery")
         if let gate = configuration.imageGate {

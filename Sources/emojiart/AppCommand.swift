@@ -33,7 +33,8 @@ struct AppCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = AppConfiguration(
-            host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency
+            host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
+            trust: client.trust
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -49,6 +50,12 @@ struct GalleryClientOptions: ParsableArguments {
 
     @Option(help: "Images verified at once.")
     var concurrency: Int = 8
+
+    @Option(help: ArgumentHelp("Accept only a feed signed with this key (its fingerprint, as the gallery prints it). Without it, the key the gallery shows at first contact is trusted from then on. Write --gallery-key=FINGERPRINT: a fingerprint may start with '-'.", valueName: "fingerprint"))
+    var galleryKey: String?
+
+    /// The trust the options ask for.
+    var trust: GalleryTrust { galleryKey.map { .pinned(fingerprint: $0) } ?? .default }
 
     func validate() throws {
         guard let url = URL(string: gallery), url.scheme == "http" || url.scheme == "https", url.host != nil else {

@@ -8,7 +8,8 @@ struct EmojiArtCommand: AsyncParsableCommand {
         commandName: "emojiart",
         abstract: "EmojiArt for Linux: an emoji art gallery, an image cache and the app that shows them.",
         subcommands: [
-            ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, CacheCommand.self, ThumbnailCommand.self,
+            ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, TrustCommand.self, CacheCommand.self,
+            ThumbnailCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

@@ -3,6 +3,7 @@ import Foundation
 import GalleryServer
 import Hummingbird
 import Logging
+import MessageSignatures
 import NIOCore
 
 /// `emojiart gallery`: the book's gallery server.
@@ -13,6 +14,13 @@ struct GalleryCommand: AsyncParsableCommand {
         discussion: """
             Also GET /health and GET /metrics (Prometheus). Stops cleanly on Ctrl-C or SIGTERM. The fault options and \
             --hold-images are for tests and demos and are off by default.
+
+            The feed is signed (RFC 9421 HTTP Message Signatures, Ed25519, over its status, type and \
+            Content-Digest) with the gallery's key, published at GET /gallery/key as a JSON Web Key. The key lives in \
+            $XDG_DATA_HOME/emojiart/gallery-signing.key (default ~/.local/share/emojiart/), created with mode 0600 on \
+            first start; --signing-key FILE uses another. The file holds the raw 32-byte Ed25519 private key, \
+            base64-encoded, on one line (swift-crypto has no PEM form for Ed25519 keys). To rotate the key, start the \
+            gallery with a new file; apps that trusted the old key refuse the feed until `emojiart trust --gallery URL`.
 
             With --hold-images every image request waits until it is let through: POST /gallery/test/release?count=N \
             lets N more through, POST /gallery/test/open lets all through, GET /gallery/test/gate shows the counts.
@@ -39,6 +47,9 @@ struct GalleryCommand: AsyncParsableCommand {
     @Option(help: "Seed of the fault generator.")
     var faultSeed: UInt64 = 1
 
+    @Option(help: ArgumentHelp("The signing key file: one line, the base64 of a raw 32-byte Ed25519 private key. Default: the gallery's data directory, created on first start.", valueName: "file"))
+    var signingKey: String?
+
     @Flag(help: "Hold every image request until it is released through POST /gallery/test/release?count=N (for tests).")
     var holdImages = false
 
@@ -50,22 +61,36 @@ struct GalleryCommand: AsyncParsableCommand {
         }
     }
 
-    var galleryConfiguration: GalleryConfiguration {
-        GalleryConfiguration(
+    /// The configuration, with the signing key read (or created in the data directory).
+    func galleryConfiguration() throws -> GalleryConfiguration {
+        let key: SigningKey
+        do {
+            if let signingKey {
+                key = try SigningKeyFile.read(URL(fileURLWithPath: signingKey))
+            } else {
+                let (stored, created) = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath)
+                if created { say("gallery: made a new signing key in \(SigningKeyFile.defaultPath.path)") }
+                key = stored
+            }
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        return GalleryConfiguration(
             host: server.host, port: server.port ?? 8080, seed: seed,
             faults: .init(
                 latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate,
                 corruptRate: corruptRate, seed: faultSeed
             ),
-            imageGate: holdImages ? ImageGate() : nil
+            imageGate: holdImages ? ImageGate() : nil,
+            signingKey: key
         )
     }
 
     func run() async throws {
         let logger = Logger(label: "gallery")
-        let configuration = galleryConfiguration
+        let configuration = try galleryConfiguration()
         let app = try await Gallery.buildApplication(configuration, logger: logger) { port in
-            say("gallery: serving http://\(server.host):\(port)/gallery/images")
+            say("gallery: serving http://\(server.host):\(port)/gallery/images, signed with key \(configuration.keyFingerprint)")
         }
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }

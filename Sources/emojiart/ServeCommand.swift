@@ -4,6 +4,7 @@ import Foundation
 import GalleryServer
 import Hummingbird
 import Logging
+import MessageSignatures
 
 /// `emojiart` with no subcommand: the gallery and the web app together.
 struct ServeCommand: AsyncParsableCommand {
@@ -27,8 +28,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        // The gallery runs in this process: the app pins its key rather than learning it.
+        let key: SigningKey
+        do {
+            key = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath).key
+        } catch {
+            throw CommandFailure("\(error)")
+        }
         let gallery = try await Gallery.buildApplication(
-            .init(host: "127.0.0.1", port: galleryPort, seed: seed), logger: Logger(label: "gallery")
+            .init(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key), logger: Logger(label: "gallery")
         ) { port in portContinuation.yield(port) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await gallery.runService() }
@@ -36,7 +44,8 @@ struct ServeCommand: AsyncParsableCommand {
             guard let galleryPort = await iterator.next() else { return }
             let configuration = AppConfiguration(
                 host: server.host, port: server.port ?? 8080,
-                galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency
+                galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency,
+                trust: .pinned(fingerprint: key.fingerprint)
             )
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")

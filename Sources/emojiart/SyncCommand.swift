@@ -9,7 +9,7 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Load the feed, verify every image, fetch every thumbnail, print a summary.",
-        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. Exit status 0 when every image the gallery has verifies; 1 on any mismatch or failure (the gallery's missing pieces 0, 10 and 20 do not count)."
+        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. The feed is authenticated first (its signature, with the gallery's pinned or trusted key); a feed that fails is not used. Exit status 0 when every image the gallery has verifies; 1 on any mismatch or failure, or a feed that cannot be authenticated (the gallery's missing pieces 0, 10 and 20 do not count)."
     )
 
     @OptionGroup var client: GalleryClientOptions
@@ -18,7 +18,9 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let database = cache.database()
         await database.setUp()
-        let model = EmojiArtModel(galleryURL: client.galleryURL, database: database, concurrency: client.concurrency)
+        let model = EmojiArtModel(
+            galleryURL: client.galleryURL, database: database, concurrency: client.concurrency, trust: client.trust
+        )
         let tty = isatty(STDOUT_FILENO) == 1
         let lastDecile = LockedCounter()
         let report: Sync.Report

@@ -20,6 +20,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BINARY = os.path.join(ROOT, os.environ.get("EMOJIART_BINARY", ".build/debug/emojiart"))
 ARTIFACTS = os.path.join(ROOT, ".build-browser")
+# The gallery's signing key and the app's trusted keys live here, never in the user's data directory.
+DATA_HOME = tempfile.mkdtemp(prefix="emojiart-browser-data-")
 
 
 def start(args, pattern):
@@ -28,7 +30,7 @@ def start(args, pattern):
     Its output is read until it exits, by a thread of its own, so a full pipe never blocks it, and kept for messages.
     """
     process = subprocess.Popen([BINARY, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "VIPS_WARNING": "0"})
+                               env={**os.environ, "VIPS_WARNING": "0", "XDG_DATA_HOME": DATA_HOME})
     process.output = []
     announced = queue.Queue()
 
@@ -103,6 +105,7 @@ def servers(browser):
     assert stop(app) == 0
     assert stop(gallery) == 0
     shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(DATA_HOME, ignore_errors=True)
 
 
 def counter(driver, name):

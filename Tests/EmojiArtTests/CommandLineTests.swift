@@ -2,6 +2,7 @@ import Dispatch
 import EmojiArt
 import Foundation
 import GalleryServer
+import MessageSignatures
 import NIOCore
 import Testing
 import TestSupport
@@ -20,13 +21,17 @@ import TestSupport
 
     /// Runs `emojiart ARGUMENTS`. The blocking reads and waits happen on a Dispatch thread: on the
     /// cooperative pool they would starve the in-process gallery the command talks to.
+    /// Where the commands keep their trusted gallery keys (and a gallery its signing key): a
+    /// directory of this test's own, never the user's.
+    let data = TemporaryDirectory("emojiart-data")
+
     func run(_ arguments: [String]) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: Self.binary)
                 process.arguments = arguments
-                process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_WARNING": "0"]) { $1 }
+                process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_WARNING": "0", "XDG_DATA_HOME": data.url.path]) { $1 }
                 let pipe = Pipe()
                 process.standardOutput = pipe
                 process.standardError = pipe
@@ -63,6 +68,44 @@ import TestSupport
             #expect(again.output.contains("dropped 52 damaged cache entries"), "\(again.output)")
             #expect(cache.fileNames.filter { $0.count == 64 }.count == 52)
         }
+    }
+
+    @Test func trustOnFirstUseThenARotatedKeyIsRefusedUntilTrusted() async throws {
+        let cache = TemporaryDirectory()
+        let rotated = SigningKey()
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { first in
+            try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0, signingKey: rotated), onServerRunning: $0) }) { second in
+                let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:\(first)")!)
+                try await proxy.run { proxyURL in
+                    let sync = ["sync", "--gallery", proxyURL.absoluteString, "--cache-dir", cache.url.path]
+                    let learnt = try await run(sync)
+                    #expect(learnt.status == 0, "\(learnt.output)")
+                    #expect(learnt.output.contains("first contact with this gallery"))
+                    #expect(FileManager.default.fileExists(atPath: data.url.appendingPathComponent("emojiart/trusted-galleries.json").path))
+
+                    proxy.route(to: URL(string: "http://127.0.0.1:\(second)")!)
+                    let refused = try await run(sync)
+                    #expect(refused.status != 0)
+                    #expect(refused.output.contains("could not be authenticated") && refused.output.contains(rotated.fingerprint))
+                    #expect(refused.output.contains("emojiart trust --gallery"))
+
+                    let trust = try await run(["trust", "--gallery", proxyURL.absoluteString, "--key=\(rotated.fingerprint)"])
+                    #expect(trust.status == 0, "\(trust.output)")
+                    #expect(trust.output.contains("now trusting") && trust.output.contains(rotated.fingerprint))
+                    let accepted = try await run(sync)
+                    #expect(accepted.status == 0, "\(accepted.output)")
+                    #expect(accepted.output.contains("feed key        \(rotated.fingerprint)"))
+                }
+            }
+        }
+    }
+
+    @Test func anUnreadableSigningKeyIsAClearError() async throws {
+        let file = data.url.appendingPathComponent("bad.key")
+        try Data("-----BEGIN PRIVATE KEY-----\n".utf8).write(to: file)
+        let outcome = try await run(["gallery", "--port", "0", "--signing-key", file.path])
+        #expect(outcome.status != 0)
+        #expect(outcome.output.contains("base64 of a raw 32-byte Ed25519 private key"), "\(outcome.output)")
     }
 
     @Test func syncVerifiesEverythingAndExitsZero() async throws {

@@ -5,6 +5,7 @@ import FoundationNetworking
 #endif
 import GalleryServer
 import ImageCache
+import MessageSignatures
 import TestSupport
 
 /// Runs a real gallery on 127.0.0.1:0 with `faults` (and `gate` holding its image requests, when
@@ -15,7 +16,7 @@ func withGallery<T: Sendable>(
     _ body: (_ galleryURL: URL, _ database: ImageDatabase) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
-    let configuration = GalleryConfiguration(port: 0, faults: faults, imageGate: gate)
+    let configuration = GalleryConfiguration(port: 0, faults: faults, imageGate: gate, signingKey: testGalleryKey)
     return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
         return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
@@ -33,4 +34,15 @@ func galleryImageRequests(_ galleryURL: URL) async throws -> [Int: Int] {
         }
     }
     return counts
+}
+
+/// The key every test gallery signs its feed with.
+let testGalleryKey = SigningKey()
+
+/// Trust in exactly the test galleries' key: no test reads or writes the machine's trust file.
+let testGalleryTrust = GalleryTrust.pinned(fingerprint: testGalleryKey.fingerprint)
+
+/// A model of the gallery at `galleryURL` that trusts the test galleries' key.
+func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8) -> EmojiArtModel {
+    EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust)
 }

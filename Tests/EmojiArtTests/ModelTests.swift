@@ -7,7 +7,7 @@ import Testing
 @Suite struct ModelTests {
     @Test func verifiesTheWholeFeedWithMonotonicProgress() async throws {
         try await withGallery { galleryURL, database in
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 4)
+            let model = makeModel(galleryURL, database, concurrency: 4)
             let feed = try await model.loadImages()
             #expect(feed.count == 87)
             // Follows the live progress until it reads done (a stream always delivers its newest value).
@@ -42,7 +42,7 @@ import Testing
 
     @Test func mismatchedBytesAreFlaggedAndTheRestStillVerify() async throws {
         try await withGallery(faults: .init(corruptRate: 0.3, seed: 11)) { galleryURL, database in
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database)
+            let model = makeModel(galleryURL, database)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -58,7 +58,7 @@ import Testing
 
     @Test func serverErrorsFailItemsWithoutStoppingTheOthers() async throws {
         try await withGallery(faults: .init(failureRate: 1)) { galleryURL, database in
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database)
+            let model = makeModel(galleryURL, database)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -72,7 +72,7 @@ import Testing
 
     @Test func truncatedBodiesAndLatencyAreSurvived() async throws {
         try await withGallery(faults: .init(latency: .milliseconds(30), truncateRate: 0.3, seed: 5)) { galleryURL, database in
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8)
+            let model = makeModel(galleryURL, database, concurrency: 8)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -82,7 +82,7 @@ import Testing
             // The cut downloads were transient failures: an explicit retry asks again for exactly those (the
             // rest answer from memory) and repairs some. The gallery draws its faults from a seeded sequence,
             // one draw per image request, so which retries are cut again does not depend on timing.
-            let again = EmojiArtModel(galleryURL: galleryURL, database: database)
+            let again = makeModel(galleryURL, database)
             try await again.loadImages()
             let retried = await again.verifyImages(retryingFailures: true)
             #expect(retried.verified > result.verified)
@@ -95,7 +95,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = ImageDatabase(configuration: .init(directory: directory))
-        let model = EmojiArtModel(galleryURL: URL(string: "http://127.0.0.1:9")!, database: database)
+        let model = makeModel(URL(string: "http://127.0.0.1:9")!, database)
         await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
         await model.loadAndVerify()
         guard case let .failed(message) = model.phase.value else {

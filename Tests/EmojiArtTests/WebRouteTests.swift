@@ -17,8 +17,8 @@ import TestSupport
         _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImageDatabase) async throws -> T
     ) async throws -> T {
         try await withGallery(faults: faults, gate: gate) { galleryURL, database in
-            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL)
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database)
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+            let model = makeModel(galleryURL, database)
             let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
             if ready { await model.loadAndVerify() }
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
@@ -139,8 +139,8 @@ import TestSupport
         let directory = TemporaryDirectory()
         let galleryURL = URL(string: "http://127.0.0.1:9")!
         let database = ImageDatabase(configuration: .init(directory: directory.url))
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database)
-        let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL), model: model, database: database)
+        let model = makeModel(galleryURL, database)
+        let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: model, database: database)
         await model.loadAndVerify()
         let app = Application(router: router)
         try await app.test(.router) { client in
@@ -183,7 +183,7 @@ import TestSupport
         let directory = TemporaryDirectory()
         try await withGallery { galleryURL, _ in
             let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
-            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL)
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: $0) }) { port in
                 let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/events"), timeout: .seconds(30))
                 #expect(response.headers.first(name: "content-type") == "text/event-stream")

@@ -1,10 +1,13 @@
 import AsyncHTTPClient
 import Foundation
 import ImageCache
+import Logging
+import MessageSignatures
 import NIOCore
 import NIOHTTP1
 
-/// The book's `EmojiArtModel`: loads the gallery's feed, then verifies every image
+/// The book's `EmojiArtModel`: loads the gallery's feed, authenticates it (its signature, made
+/// with the gallery's key), then verifies every image against the signed checksums,
 /// concurrently, publishing progress as it goes.
 ///
 /// Isolation: an actor guarding the feed and the statuses. Downloads go through the
@@ -31,6 +34,8 @@ public actor EmojiArtModel {
         case galleryUnavailable(url: String, reason: String)
         /// The gallery answered, but not with a feed.
         case invalidFeed(url: String, reason: String)
+        /// The feed failed authentication: nothing from it is used.
+        case unauthenticatedFeed(url: String, failure: SignatureFailure)
 
         public var description: String {
             switch self {
@@ -38,6 +43,8 @@ public actor EmojiArtModel {
                 "the gallery at \(url) is not answering (\(reason)): start it with `emojiart gallery`, or pass --gallery URL, then retry"
             case let .invalidFeed(url, reason):
                 "\(url) did not send a valid feed (\(reason)): is --gallery the URL of an EmojiArt gallery?"
+            case let .unauthenticatedFeed(url, failure):
+                "the gallery's feed at \(url) could not be authenticated: \(failure)"
             }
         }
     }
@@ -54,6 +61,26 @@ public actor EmojiArtModel {
     public nonisolated let progress = LiveValue(VerificationProgress(total: 0))
     /// The first feed entry of each piece number, readable from anywhere.
     public nonisolated let feedByPiece = LiveValue<[Int: ImageFile]>([:])
+    /// The key the current feed was verified with, and whether it was trusted on first use.
+    public nonisolated let feedKey = LiveValue<FeedKey?>(nil)
+    /// Feeds refused, by reason (`bad_signature`, `expired`, ...).
+    public nonisolated let signatureFailures = LiveValue<[String: Int]>([:])
+    /// Why the last feed was refused, while it is the latest word; `nil` once a feed verifies.
+    public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
+
+    /// The key a feed was verified with.
+    public struct FeedKey: Sendable, Hashable {
+        /// The key's fingerprint (its RFC 7638 JWK thumbprint).
+        public var fingerprint: String
+        /// Whether the key was trusted just now, at first contact with the gallery.
+        public var trustedOnFirstUse: Bool
+
+        /// Creates a description of a feed's key.
+        public init(fingerprint: String, trustedOnFirstUse: Bool) {
+            self.fingerprint = fingerprint
+            self.trustedOnFirstUse = trustedOnFirstUse
+        }
+    }
 
     /// The feed, as loaded by ``loadImages()``.
     public private(set) var imageFeed: [ImageFile] = []
@@ -61,16 +88,26 @@ public actor EmojiArtModel {
     public private(set) var statuses: [VerificationStatus] = []
 
     private let client: HTTPClient
+    private let authenticator: FeedAuthenticator
+    private let logger: Logger
     private var run: Task<Void, Never>?
 
     /// Creates a model.
     /// - Parameters:
     ///   - concurrency: images verified at once, at least 1.
-    public init(galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = HTTPImageFetcher.defaultClient) {
+    ///   - trust: which gallery keys a feed may be signed with; trust on first use by default.
+    ///   - now: the wall clock signatures are checked against.
+    public init(
+        galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = HTTPImageFetcher.defaultClient,
+        trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "emojiart")
+    ) {
+        self.logger = logger
         self.galleryURL = galleryURL
         self.database = database
         self.concurrency = max(1, concurrency)
         self.client = client
+        authenticator = FeedAuthenticator(galleryURL: galleryURL, trust: trust, client: client, now: now)
     }
 
     /// The absolute URL of a feed entry's image.
@@ -78,14 +115,16 @@ public actor EmojiArtModel {
         URL(string: file.url, relativeTo: galleryURL)?.absoluteURL ?? galleryURL.appendingPathComponent(file.url)
     }
 
-    /// Fetches the feed from `GET /gallery/images`.
-    /// - Throws: ``Error/galleryUnavailable(url:reason:)`` or ``Error/invalidFeed(url:reason:)``.
+    /// Fetches the feed from `GET /gallery/images` and authenticates it before using any entry.
+    /// - Throws: ``Error/galleryUnavailable(url:reason:)``, ``Error/unauthenticatedFeed(url:failure:)``
+    ///   or ``Error/invalidFeed(url:reason:)``.
     @discardableResult
     public func loadImages() async throws -> [ImageFile] {
         let url = galleryURL.appendingPathComponent("gallery/images").absoluteString
+        let response: HTTPClientResponse
         let body: ByteBuffer
         do {
-            let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(15))
+            response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(15))
             guard response.status == .ok else {
                 throw Error.galleryUnavailable(url: url, reason: "HTTP \(response.status.code)")
             }
@@ -95,11 +134,24 @@ public actor EmojiArtModel {
         } catch {
             throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
         }
+        let key: FeedAuthenticator.Outcome
+        do {
+            key = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body)
+        } catch {
+            signatureFailures.update { $0[error.reason, default: 0] += 1 }
+            feedRefusal.update { $0 = error }
+            throw Error.unauthenticatedFeed(url: url, failure: error)
+        }
+        feedRefusal.update { $0 = nil }
         let feed: [ImageFile]
         do {
             feed = try JSONDecoder().decode([ImageFile].self, from: Data(body.readableBytesView))
         } catch {
             throw Error.invalidFeed(url: url, reason: "\(error)")
+        }
+        feedKey.update { $0 = FeedKey(fingerprint: key.fingerprint, trustedOnFirstUse: key.trustedOnFirstUse) }
+        if key.trustedOnFirstUse {
+            logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")
         }
         imageFeed = feed
         let byPiece = Dictionary(feed.compactMap { file in file.pieceNumber.map { ($0, file) } }) { first, _ in first }

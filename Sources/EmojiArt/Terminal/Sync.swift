@@ -15,6 +15,8 @@ public struct Sync: Sendable {
         public var duration: Duration
         /// Entries that did not verify, with why.
         public var problems: [(file: ImageFile, status: VerificationStatus)]
+        /// The key the feed was authenticated with.
+        public var feedKey: EmojiArtModel.FeedKey?
 
         /// Success means every present image verified: no mismatch and no failure (missing
         /// pieces are expected: the gallery never has 0, 10 and 20).
@@ -58,7 +60,8 @@ public struct Sync: Sendable {
             thumbnails: thumbnails,
             stats: await model.database.stats(),
             duration: start.duration(to: clock.now),
-            problems: entries.filter { $0.status != .verified }
+            problems: entries.filter { $0.status != .verified },
+            feedKey: model.feedKey.value
         )
     }
 }
@@ -89,11 +92,15 @@ public enum TerminalText {
             ("time", String(format: "%.2f s", seconds)),
         ]
         if stats.corruptEntries > 0 { rows.append(("dropped", "\(stats.corruptEntries)")) }
+        if let key = report.feedKey { rows.append(("feed key", key.fingerprint)) }
         if stats.diskFailures > 0 { rows.append(("disk failures", "\(stats.diskFailures)")) }
         let width = rows.map(\.0.count).max() ?? 0
         var lines = rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
         for problem in report.problems where problem.status != .missing {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
+        }
+        if report.feedKey?.trustedOnFirstUse == true {
+            lines.append("first contact with this gallery: its key is trusted from now on (`emojiart trust --gallery URL` accepts a new one)")
         }
         if stats.corruptEntries > 0 {
             let entries = stats.corruptEntries == 1 ? "entry" : "entries"

@@ -15,7 +15,10 @@ public enum EmojiArtApp {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> some ApplicationProtocol {
         await database.setUp()
-        let model = EmojiArtModel(galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency)
+        let model = EmojiArtModel(
+            galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency,
+            trust: configuration.trust, logger: logger
+        )
         let router = try buildRouter(configuration, model: model, database: database)
         await model.start()
         return Application(

@@ -14,11 +14,13 @@ public struct AppConfiguration: Sendable {
     public var thumbnailSize: Int
     /// Side of the box the details page's image fits in, in pixels.
     public var detailSize: Int
+    /// Which gallery keys the feed may be signed with: trust on first use by default.
+    public var trust: GalleryTrust
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
-        concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600
+        concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default
     ) {
         self.host = host
         self.port = port
@@ -26,5 +28,6 @@ public struct AppConfiguration: Sendable {
         self.concurrency = concurrency
         self.thumbnailSize = thumbnailSize
         self.detailSize = detailSize
+        self.trust = trust
     }
 }

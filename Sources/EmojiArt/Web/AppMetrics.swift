@@ -18,6 +18,7 @@ final class AppMetrics: Sendable {
     private let diskBytes: Gauge
     private let memoryEntries: Gauge
     private let memoryBytes: Gauge
+    private let signatureFailures = Mutex<(counters: [String: Counter], last: [String: Int])>(([:], [:]))
 
     init() {
         let registry = registry
@@ -43,8 +44,23 @@ final class AppMetrics: Sendable {
         memoryBytes = gauge("memory", unit: "bytes", "Bytes in the memory cache")
     }
 
-    /// The exposition after bringing the counters up to `stats`.
-    func exposition(_ stats: ImageDatabase.Stats) -> [UInt8] {
+    /// The exposition after bringing the counters up to `stats` and the model's refused feeds,
+    /// counted by reason (`emojiart_feed_signature_failures_total{reason="..."}`).
+    func exposition(_ stats: ImageDatabase.Stats, signatureFailures refused: [String: Int]) -> [UInt8] {
+        let registry = registry
+        signatureFailures.withLock { state in
+            for (reason, count) in refused {
+                let counter = state.counters[reason] ?? registry.makeCounter(
+                    descriptor: .init(namespace: "emojiart", metricName: "feed_signature_failures", unitName: "total",
+                                      helpText: "Feeds refused because they could not be authenticated"),
+                    labels: [("reason", reason)]
+                )
+                state.counters[reason] = counter
+                let delta = count - (state.last[reason] ?? 0)
+                if delta > 0 { counter.increment(by: Int64(delta)) }
+            }
+            state.last = refused
+        }
         last.withLock { last in
             let before = last
             func add(_ counter: Counter, _ path: KeyPath<ImageDatabase.Stats, Int>) {

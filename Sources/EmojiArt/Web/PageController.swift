@@ -36,10 +36,13 @@ struct PageController<Context: RequestContext>: Sendable {
             ])
             return Self.html(page)
         case let .failed(message):
+            let refused = services.model.feedRefusal.value != nil
             let page = await services.render("error", [
-                "title": "Gallery unavailable", "heading": "The gallery is not answering", "message": message, "retry": true,
+                "title": refused ? "Feed not authentic" : "Gallery unavailable",
+                "heading": refused ? "The gallery's feed could not be authenticated" : "The gallery is not answering",
+                "message": message, "retry": true,
             ])
-            return Self.html(page, status: .serviceUnavailable)
+            return Self.html(page, status: refused ? .badGateway : .serviceUnavailable)
         case .ready:
             let entries = await services.model.entries
             let progress = services.model.progress.value
@@ -48,6 +51,7 @@ struct PageController<Context: RequestContext>: Sendable {
             }
             let page = await services.render("list", [
                 "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
+                "feedKey": services.model.feedKey.value?.fingerprint ?? "",
             ])
             return Self.html(page)
         }
@@ -75,7 +79,9 @@ struct PageController<Context: RequestContext>: Sendable {
             "status": status.label,
             "statusLabel": Self.label(status),
             "marked": status != .verified,
-            "showImage": !status.isUnavailable,
+            // Only an image whose bytes match the signed feed is ever shown.
+            "showImage": status == .verified,
+            "placeholderText": status.label == "mismatch" ? "failed verification" : "image unavailable",
             "thumbWidth": 110,
             "thumbHeight": 200,
         ]

@@ -36,6 +36,7 @@ enum Templates {
     button:hover { border-color: var(--accent); color: var(--accent); }
     button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
     main { padding: 20px; max-width: 1200px; margin: 0 auto; }
+    footer { padding: 0 20px 20px; max-width: 1200px; margin: 0 auto; }
     .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(180px, 1fr)); gap: 16px; }
     .card { display: block; background: #fff; border: 1px solid var(--line); border-radius: 12px; overflow: hidden;
             color: inherit; text-decoration: none; transition: box-shadow .15s; }
@@ -141,7 +142,7 @@ enum Templates {
                onerror="this.parentNode.outerHTML = document.getElementById('unavailable').innerHTML"></div>
           {{/showImage}}
           {{^showImage}}
-          <div class="placeholder" data-placeholder><span class="icon">🖼️</span><span>image unavailable</span></div>
+          <div class="placeholder" data-placeholder><span class="icon">🖼️</span><span>{{placeholderText}}</span></div>
           {{/showImage}}
           <div class="info">
             <div class="name">{{name}}</div>
@@ -153,6 +154,7 @@ enum Templates {
       </div>
       <template id="unavailable"><div class="placeholder" data-placeholder><span class="icon">🖼️</span><span>image unavailable</span></div></template>
     </main>
+    <footer class="summary" id="feed-key">Feed authenticated with the gallery's Ed25519 key <code>{{feedKey}}</code></footer>
     </body>
     </html>
     """
@@ -167,7 +169,7 @@ enum Templates {
         <div class="art">
           {{#showImage}}<img id="large" src="/large/{{piece}}" alt="{{name}}"
              onerror="this.outerHTML = document.getElementById('unavailable').innerHTML">{{/showImage}}
-          {{^showImage}}<div class="placeholder" data-placeholder style="width:330px;height:600px"><span class="icon">🖼️</span><span>image unavailable</span></div>{{/showImage}}
+          {{^showImage}}<div class="placeholder" data-placeholder style="width:330px;height:600px"><span class="icon">🖼️</span><span>{{placeholderText}}</span></div>{{/showImage}}
         </div>
         <div>
           <h2 id="name">{{name}}</h2>

@@ -1,8 +1,14 @@
 import Foundation
 import Hummingbird
+import MessageSignatures
 
 /// `GET /gallery/images` (the feed) and `GET /gallery/image?N` (one piece), as in the book's
-/// server, with real checksums, ETags and a real 404 for the missing pieces.
+/// server, with real checksums, ETags and a real 404 for the missing pieces; and
+/// `GET /gallery/key`, the public key the feed is signed with, as a JSON Web Key.
+///
+/// The feed carries `Content-Digest` (RFC 9530) and an RFC 9421 signature over its status,
+/// content type and digest; each image carries its `Content-Digest` too. Because the feed lists
+/// each image's SHA-256, a verified feed makes every verified image authentic.
 struct GalleryController<Context: RequestContext>: Sendable {
     let art: ArtStore
     let feed: ByteBuffer
@@ -11,25 +17,37 @@ struct GalleryController<Context: RequestContext>: Sendable {
     let faults: FaultInjector
     let gate: ImageGate?
     let clock: any Clock<Duration>
+    let signer: FeedSigner
+    let feedDigest: String
+    let imageDigests: [String]
+    let publicKey: ByteBuffer
 
-    init(art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?, clock: any Clock<Duration>) throws {
+    init(
+        art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
+        clock: any Clock<Duration>, signer: FeedSigner
+    ) throws {
         self.art = art
         self.metrics = metrics
         self.faults = faults
         self.gate = gate
         self.clock = clock
+        self.signer = signer
+        imageDigests = art.pieces.map { ContentDigest.fieldValue(for: $0.png.readableBytesView) }
+        publicKey = ByteBuffer(bytes: try JSONEncoder().encode(signer.key.publicJWK))
         let entries = Feed.make(seed: seed, checksums: art.pieces.map(\.checksum))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = try encoder.encode(entries)
         feed = ByteBuffer(bytes: json)
         feedETag = "\"feed-\(seed)-\(json.count)\""
+        feedDigest = ContentDigest.fieldValue(for: json)
     }
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         routes.get("images", use: images)
         routes.get("image", use: image)
+        routes.get("key", use: key)
         return routes
     }
 
@@ -38,10 +56,21 @@ struct GalleryController<Context: RequestContext>: Sendable {
             return Response(status: .notModified, headers: [.eTag: feedETag])
         }
         metrics.served(bytes: feed.readableBytes)
-        return Response(
+        var headers: HTTPFields = [
+            .contentType: "application/json; charset=utf-8", .eTag: feedETag, .cacheControl: "no-cache",
+            .contentDigest: feedDigest,
+        ]
+        try signer.sign(status: 200, &headers)
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: feed))
+    }
+
+    /// The public key the feed is signed with, as an RFC 8037 JSON Web Key with its thumbprint
+    /// as `kid`.
+    @Sendable func key(_ request: Request, context: Context) async throws -> Response {
+        Response(
             status: .ok,
-            headers: [.contentType: "application/json; charset=utf-8", .eTag: feedETag, .cacheControl: "no-cache"],
-            body: .init(byteBuffer: feed)
+            headers: [.contentType: "application/jwk+json", .cacheControl: "no-cache"],
+            body: .init(byteBuffer: publicKey)
         )
     }
 
@@ -65,6 +94,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
             .contentType: "image/png",
             .eTag: piece.etag,
             .cacheControl: "public, max-age=3600",
+            .contentDigest: imageDigests[number],
         ]
         if request.headers[.ifNoneMatch].map({ Self.matches($0, etag: piece.etag) }) == true {
             return Response(status: .notModified, headers: headers)

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Why a signed message (the gallery's feed) could not be authenticated. Each case says what
+/// happened; ``description`` also says what to do.
+public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No `Signature-Input` / `Signature` pair, or none made with `ed25519` over the components
+    /// that must be covered.
+    case missingSignature(String)
+    /// The signature does not verify with the trusted key over what was received.
+    case badSignature
+    /// Signed by a key other than the trusted one.
+    case changedKey(trusted: String, offered: String)
+    /// A key pinned by fingerprint (`--gallery-key`) is not the gallery's key.
+    case unknownKey(expected: String, offered: String)
+    /// The signature's lifetime is over (or it claims to be made in the future).
+    case expired(expires: Date, now: Date)
+    /// No `Content-Digest` with `sha-256`.
+    case missingDigest
+    /// The body's SHA-256 is not the one in `Content-Digest`.
+    case digestMismatch
+    /// The key could not be fetched or read.
+    case keyUnavailable(String)
+
+    /// A short, stable name for metrics labels: `bad_signature`, `expired`, ...
+    public var reason: String {
+        switch self {
+        case .missingSignature: "missing_signature"
+        case .badSignature: "bad_signature"
+        case .changedKey: "changed_key"
+        case .unknownKey: "unknown_key"
+        case .expired: "expired"
+        case .missingDigest: "missing_digest"
+        case .digestMismatch: "digest_mismatch"
+        case .keyUnavailable: "key_unavailable"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .missingSignature(detail):
+            "the feed is not signed (\(detail)): it may have been altered on the way; check that --gallery names the gallery itself, not a proxy"
+        case .badSignature:
+            "the feed's signature does not verify with the gallery's key: the feed was altered on the way"
+        case let .changedKey(trusted, offered):
+            "the feed is signed by key \(offered), but this machine trusts key \(trusted) for this gallery: if the gallery rotated its key on purpose, run `emojiart trust --gallery URL` to accept the new one"
+        case let .unknownKey(expected, offered):
+            "the gallery's key is \(offered), not the pinned \(expected): check --gallery-key"
+        case let .expired(expires, now):
+            "the feed's signature expired at \(Self.format(expires)) (now \(Self.format(now))): an old feed was replayed, or a clock is wrong"
+        case .missingDigest:
+            "the feed has no sha-256 Content-Digest for its signature to cover"
+        case .digestMismatch:
+            "the feed's bytes do not match its signed Content-Digest: the feed was altered on the way"
+        case let .keyUnavailable(detail):
+            "the gallery's public key could not be had (\(detail)): is --gallery an EmojiArt gallery?"
+        }
+    }
+
+    private static func format(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+}

@@ -1,0 +1,89 @@
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The gallery's Ed25519 signing key on disk: the raw 32-byte private key, base64-encoded, one
+/// line (swift-crypto has no PEM form for Ed25519 keys). Created with mode 0600 in a directory of
+/// mode 0700, never logged.
+public enum SigningKeyFile {
+    /// What can go wrong reading or creating the key file.
+    public enum Error: Swift.Error, Sendable, CustomStringConvertible {
+        /// The file exists but does not hold a base64 32-byte key.
+        case unreadable(path: String, reason: String)
+        /// The file or its directory could not be created.
+        case cannotCreate(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case let .unreadable(path, reason):
+                "the signing key \(path) cannot be used (\(reason)): it must hold one line, the base64 of a raw 32-byte Ed25519 private key; move it away to have a new key made"
+            case let .cannotCreate(path, reason):
+                "cannot create the signing key \(path) (\(reason)): pass --signing-key FILE, or set XDG_DATA_HOME to a writable directory"
+            }
+        }
+    }
+
+    /// `$XDG_DATA_HOME/emojiart/gallery-signing.key`, or `~/.local/share/emojiart/...`.
+    public static var defaultPath: URL {
+        DataDirectory.url.appendingPathComponent("gallery-signing.key")
+    }
+
+    /// Reads the key at `path`.
+    public static func read(_ path: URL) throws(Error) -> SigningKey {
+        let text: String
+        do {
+            text = try String(contentsOf: path, encoding: .utf8)
+        } catch {
+            throw .unreadable(path: path.path, reason: "\(error.localizedDescription)")
+        }
+        guard let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32,
+              let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
+        else { throw .unreadable(path: path.path, reason: "not the base64 of 32 bytes") }
+        return SigningKey(key)
+    }
+
+    /// Reads the key at `path`, or creates a new one there when there is no file yet.
+    /// - Returns: the key, and whether it was just created.
+    public static func readOrCreate(_ path: URL) throws(Error) -> (key: SigningKey, created: Bool) {
+        if FileManager.default.fileExists(atPath: path.path) { return (try read(path), false) }
+        let key = SigningKey()
+        let directory = path.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .cannotCreate(path: path.path, reason: "\(error.localizedDescription)")
+        }
+        // O_EXCL: two galleries starting at once never overwrite each other's key.
+        let descriptor = open(path.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { return (try read(path), false) }
+            throw .cannotCreate(path: path.path, reason: String(cString: strerror(errno)))
+        }
+        let line = Array((key.rawRepresentation.base64EncodedString() + "\n").utf8)
+        let written = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written == line.count, synced else {
+            unlink(path.path)
+            throw .cannotCreate(path: path.path, reason: "writing failed")
+        }
+        return (key, true)
+    }
+}
+
+/// `$XDG_DATA_HOME/emojiart` (default `~/.local/share/emojiart`): where the gallery keeps its
+/// signing key and the app its trusted keys. Not the cache directory: clearing the cache must not
+/// reset trust.
+public enum DataDirectory {
+    /// The directory (not created here).
+    public static var url: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("emojiart")
+        }
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return URL(fileURLWithPath: home).appendingPathComponent(".local/share/emojiart")
+    }
+}

@@ -1,0 +1,197 @@
+import AsyncHTTPClient
+import Crypto
+import EmojiArt
+import Foundation
+import GalleryServer
+import Hummingbird
+import HummingbirdTesting
+import ImageCache
+import MessageSignatures
+import NIOCore
+import NIOFoundationEssentialsCompat
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// The book's promise for real: the gallery signs its feed, and the app refuses any feed that
+/// does not verify with the gallery's key, before it uses a single entry.
+@Suite struct FeedSignatureTests {
+    @Test func aSignedFeedVerifiesAndThePublishedKeyIsTheFingerprint() async throws {
+        try await withGallery { galleryURL, database in
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/key"), timeout: .seconds(10))
+            #expect(response.headers.first(name: "content-type") == "application/jwk+json")
+            let jwk = try JSONDecoder().decode(JSONWebKey.self, from: Data(buffer: try await response.body.collect(upTo: 10_000)))
+            #expect(jwk.kty == "OKP" && jwk.crv == "Ed25519" && jwk.kid == jwk.thumbprint)
+            #expect(jwk.thumbprint == testGalleryKey.fingerprint)
+            #expect(try jwk.publicKey().rawRepresentation == testGalleryKey.privateKey.publicKey.rawRepresentation)
+
+            let feed = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(10))
+            let body = try await feed.body.collect(upTo: 1_000_000)
+            let input = try #require(feed.headers.first(name: "signature-input"))
+            #expect(input.hasPrefix(#"feed=("@status" "content-type" "content-digest");created="#))
+            #expect(input.contains(#"keyid="\#(jwk.thumbprint)""#) && input.contains(#"alg="ed25519""#) && input.contains(";expires="))
+            #expect(feed.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: body.readableBytesView))
+
+            let model = makeModel(galleryURL, database)
+            #expect(try await model.loadImages().count == 87)
+            #expect(model.feedKey.value == .init(fingerprint: jwk.thumbprint, trustedOnFirstUse: false))
+
+            // Images carry their digest too.
+            let image = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/image?4"), timeout: .seconds(10))
+            let imageBody = try await image.body.collect(upTo: 1_000_000)
+            #expect(image.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: imageBody.readableBytesView))
+        }
+    }
+
+    /// Each attack is refused with its own reason; nothing from a refused feed is used, so the
+    /// cache holds nothing and no image was fetched.
+    @Test(arguments: [
+        ("one price changed", "digest_mismatch"),
+        ("a checksum and its image replaced", "bad_signature"),
+        ("the signature removed", "missing_signature"),
+        ("signed by another key", "unknown_key"),
+    ])
+    func aTamperedFeedIsRefusedWithItsReason(attack: String, reason: String) async throws {
+        let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
+        switch attack {
+        case "one price changed": proxy.attack(.changePrice)
+        case "a checksum and its image replaced": proxy.attack(.replaceChecksumAndImage(piece: 4))
+        case "the signature removed": proxy.attack(.removeSignature)
+        default: proxy.attack(.resign(SigningKey()))
+        }
+        try await withGallery { galleryURL, database in
+            proxy.route(to: galleryURL)
+            try await proxy.run { proxyURL in
+                let model = makeModel(proxyURL, database)
+                let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+                guard case let .unauthenticatedFeed(_, failure)? = error else {
+                    Issue.record("expected unauthenticatedFeed, got \(String(describing: error))")
+                    return
+                }
+                #expect(failure.reason == reason, "\(failure)")
+                #expect(model.signatureFailures.value == [reason: 1])
+                #expect(model.feedKey.value == nil && model.feedRefusal.value == failure)
+                #expect(await model.imageFeed.isEmpty && model.feedByPiece.value.isEmpty)
+                await model.loadAndVerify()
+                guard case let .failed(message) = model.phase.value else { Issue.record("not failed: \(model.phase.value)"); return }
+                #expect(message.contains("could not be authenticated"))
+                let stats = await database.stats()
+                #expect(stats.originFetches == 0 && stats.diskEntries == 0 && stats.memoryEntries == 0)
+            }
+        }
+    }
+
+    @Test func aReplayedFeedPastItsLifetimeIsRefused() async throws {
+        // The gallery's clock says two hours ago: what it sends now is what a replay of a feed
+        // recorded then would look like, an hour past its expiry.
+        let directory = TemporaryDirectory()
+        let configuration = GalleryConfiguration(port: 0, signingKey: testGalleryKey, now: { Date().addingTimeInterval(-7_200) })
+        try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, database)
+            let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+            guard case let .unauthenticatedFeed(_, .expired(expires, now))? = error else {
+                Issue.record("expected expired, got \(String(describing: error))")
+                return
+            }
+            #expect(now.timeIntervalSince(expires) > 3_000)
+            #expect(error?.description.contains("replayed") == true)
+        }
+    }
+
+    @Test func aForgedImageFailsVerificationAndIsNeverShown() async throws {
+        // The feed is the gallery's, but the image that arrives for piece 4 is not: it fails
+        // verification, it is not cached, and the catalog shows a placeholder instead.
+        let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .replaceImage(piece: 4))
+        try await withGallery { galleryURL, database in
+            proxy.route(to: galleryURL)
+            try await proxy.run { proxyURL in
+                let model = makeModel(proxyURL, database)
+                await model.loadAndVerify()
+                let progress = model.progress.value
+                #expect(progress.mismatched == 3 && progress.verified == 75)
+                #expect(await database.stats().diskEntries == 25)
+                let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                try await Application(router: router).test(.router) { client in
+                    try await client.execute(uri: "/", method: .get) { response in
+                        let html = String(buffer: response.body)
+                        #expect(!html.contains("src=\"/thumbs/4\""))
+                        #expect(html.components(separatedBy: "<span>failed verification</span>").count - 1 == 3)
+                        #expect(html.contains("id=\"feed-key\"") && html.contains(testGalleryKey.fingerprint))
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func trustOnFirstUseRemembersTheKeyAndRefusesAnotherUntilTrusted() async throws {
+        let data = TemporaryDirectory("emojiart-trust")
+        let store = TrustStore(file: data.url.appendingPathComponent("trusted-galleries.json"))
+        let other = SigningKey()
+        let directory = TemporaryDirectory()
+        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        let rotated = GalleryConfiguration(port: 0, signingKey: other)
+        try await withGallery { galleryURL, _ in
+            try await withLiveServer({ try await Gallery.buildApplication(rotated, onServerRunning: $0) }) { rotatedPort in
+                let proxy = TamperingProxy(upstream: galleryURL)
+                try await proxy.run { proxyURL in
+                    // First contact: the key is learnt and remembered, and said so.
+                    let first = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    try await first.loadImages()
+                    #expect(first.feedKey.value == .init(fingerprint: testGalleryKey.fingerprint, trustedOnFirstUse: true))
+                    #expect(try store.key(for: proxyURL)?.thumbprint == testGalleryKey.fingerprint)
+                    let again = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    try await again.loadImages()
+                    #expect(again.feedKey.value?.trustedOnFirstUse == false)
+
+                    // The same URL now answers with another key: refused, naming both keys and the way out.
+                    proxy.route(to: URL(string: "http://127.0.0.1:\(rotatedPort)")!)
+                    let refused = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    let error = await #expect(throws: EmojiArtModel.Error.self) { try await refused.loadImages() }
+                    #expect(error == .unauthenticatedFeed(
+                        url: proxyURL.absoluteString + "/gallery/images",
+                        failure: .changedKey(trusted: testGalleryKey.fingerprint, offered: other.fingerprint)
+                    ))
+                    let message = error?.description ?? ""
+                    #expect(message.contains(testGalleryKey.fingerprint) && message.contains(other.fingerprint) && message.contains("emojiart trust"))
+
+                    // Trusting the new key (what `emojiart trust` does) lets it through.
+                    try store.trust(try await GalleryKeys.published(by: proxyURL), for: proxyURL)
+                    let trusted = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    #expect(try await trusted.loadImages().count == 87)
+                    #expect(trusted.feedKey.value?.fingerprint == other.fingerprint)
+                }
+            }
+        }
+    }
+
+    @Test func aPinnedKeyRefusesAnyOther() async throws {
+        try await withGallery { galleryURL, database in
+            let pinned = SigningKey().fingerprint
+            let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: .pinned(fingerprint: pinned))
+            let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+            guard case let .unauthenticatedFeed(_, .unknownKey(expected, offered))? = error else {
+                Issue.record("expected unknownKey, got \(String(describing: error))")
+                return
+            }
+            #expect(expected == pinned && offered == testGalleryKey.fingerprint)
+        }
+    }
+
+    @Test func theSigningKeyFileIsPrivateAndReusedAcrossStarts() throws {
+        let data = TemporaryDirectory("emojiart-key")
+        let path = data.url.appendingPathComponent("emojiart/gallery-signing.key")
+        let (key, created) = try SigningKeyFile.readOrCreate(path)
+        #expect(created)
+        let attributes = try FileManager.default.attributesOfItem(atPath: path.path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let text = try String(contentsOf: path, encoding: .utf8)
+        #expect(Data(base64Encoded: text.trimmingCharacters(in: .newlines))?.count == 32)
+        let (again, createdAgain) = try SigningKeyFile.readOrCreate(path)
+        #expect(!createdAgain && again.fingerprint == key.fingerprint)
+
+        try Data("not a key\n".utf8).write(to: path)
+        #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.readOrCreate(path) }
+    }
+}

@@ -1,0 +1,115 @@
+import AsyncHTTPClient
+import Crypto
+import EmojiArt
+import Foundation
+import HTTPTypes
+import Hummingbird
+import ImageCache
+import MessageSignatures
+import NIOCore
+import NIOHTTP1
+import Synchronization
+import TestSupport
+
+/// A real HTTP proxy on 127.0.0.1 in front of a gallery that alters what passes through, as a
+/// hostile network would: the attacks the feed's signature must stop.
+final class TamperingProxy: Sendable {
+    enum Attack: Sendable {
+        /// Passes everything through untouched.
+        case none
+        /// Changes one price in the feed and leaves the signed headers as they were.
+        case changePrice
+        /// Replaces one piece's checksum in the feed and serves other bytes as its image, and
+        /// recomputes `Content-Digest` so the digest matches the altered feed.
+        case replaceChecksumAndImage(piece: Int)
+        /// Serves other bytes as one piece's image; the feed passes untouched.
+        case replaceImage(piece: Int)
+        /// Drops `Signature` and `Signature-Input`.
+        case removeSignature
+        /// Alters the feed and signs it anew with its own key.
+        case resign(SigningKey)
+    }
+
+    /// The bytes served instead of a replaced image.
+    static let forgedImage: [UInt8] = Array("not the gallery's art".utf8)
+
+    private let state: Mutex<(upstream: URL, attack: Attack)>
+
+    init(upstream: URL, attack: Attack = .none) {
+        state = Mutex((upstream, attack))
+    }
+
+    /// Sends requests to another gallery from now on.
+    func route(to upstream: URL) { state.withLock { $0.upstream = upstream } }
+
+    /// Changes the attack.
+    func attack(_ attack: Attack) { state.withLock { $0.attack = attack } }
+
+    /// Runs the proxy until `body` returns; `body` gets its base URL.
+    func run<T: Sendable>(_ body: (URL) async throws -> T) async throws -> T {
+        let router = Router()
+        router.get("**") { request, _ -> Response in try await self.forward(request) }
+        return try await withLiveServer({ onRunning in
+            Application(
+                router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                onServerRunning: { await onRunning($0.localAddress?.port ?? 0) }
+            )
+        }) { port in try await body(URL(string: "http://127.0.0.1:\(port)")!) }
+    }
+
+    private func forward(_ request: Request) async throws -> Response {
+        let (upstream, attack) = state.withLock { ($0.upstream, $0.attack) }
+        let response = try await HTTPClient.shared.execute(
+            HTTPClientRequest(url: upstream.absoluteString + request.uri.string), timeout: .seconds(30)
+        )
+        var body = [UInt8](buffer: try await response.body.collect(upTo: 8 * 1024 * 1024))
+        var headers = response.headers
+        let isFeed = request.uri.path == "/gallery/images"
+        switch attack {
+        case .none:
+            break
+        case .changePrice where isFeed:
+            body = try Self.editFeed(body) { $0[0].price += 1 }
+        case let .replaceChecksumAndImage(piece) where isFeed:
+            let forged = "sha256:" + SHA256Hex.digest(Self.forgedImage)
+            body = try Self.editFeed(body) { feed in
+                for index in feed.indices where feed[index].url == "/gallery/image?\(piece)" { feed[index].checksum = forged }
+            }
+            headers.replaceOrAdd(name: "Content-Digest", value: ContentDigest.fieldValue(for: body))
+        case let .replaceChecksumAndImage(piece) where request.uri.string == "/gallery/image?\(piece)",
+             let .replaceImage(piece) where request.uri.string == "/gallery/image?\(piece)":
+            body = Self.forgedImage
+            headers.remove(name: "Content-Digest")
+        case .removeSignature:
+            headers.remove(name: "Signature")
+            headers.remove(name: "Signature-Input")
+        case let .resign(key) where isFeed:
+            body = try Self.editFeed(body) { $0[0].price = 5 }
+            headers.replaceOrAdd(name: "Content-Digest", value: ContentDigest.fieldValue(for: body))
+            let fields = headers
+            let signature = try MessageSignature.sign(
+                status: 200, field: { fields[$0].first }, key: key, keyID: key.fingerprint,
+                created: Date(), expires: Date().addingTimeInterval(3600)
+            )
+            headers.replaceOrAdd(name: "Signature-Input", value: signature.signatureInput)
+            headers.replaceOrAdd(name: "Signature", value: signature.signature)
+        default:
+            break
+        }
+        var fields = HTTPFields()
+        for header in headers where header.name.lowercased() != "content-length" && header.name.lowercased() != "transfer-encoding" {
+            if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+        }
+        return Response(
+            status: .init(code: Int(response.status.code)), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body))
+        )
+    }
+
+    private static func editFeed(_ bytes: [UInt8], _ edit: (inout [EmojiArt.ImageFile]) -> Void) throws -> [UInt8] {
+        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(bytes))
+        edit(&feed)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(feed))
+    }
+}
