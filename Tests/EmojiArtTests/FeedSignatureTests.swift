@@ -77,6 +77,18 @@ import TestSupport
                 #expect(message.contains("could not be authenticated"))
                 let stats = await database.stats()
                 #expect(stats.originFetches == 0 && stats.diskEntries == 0 && stats.memoryEntries == 0)
+                // The page says why, with Retry; /metrics counts the refusals by reason.
+                let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                try await Application(router: router).test(.router) { client in
+                    try await client.execute(uri: "/", method: .get) { response in
+                        let html = String(buffer: response.body)
+                        #expect(response.status == .badGateway)
+                        #expect(html.contains("The gallery&#39;s feed could not be authenticated") && html.contains("action=\"/retry\""))
+                    }
+                    let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                    #expect(metrics.contains(#"emojiart_feed_signature_failures_total{reason="\#(reason)"} 2"#), "\(metrics)")
+                }
             }
         }
     }

@@ -115,12 +115,14 @@ import TestSupport
 
     @Test func timeoutAndDeadServerAreTransientErrors() async throws {
         let origin = TestOrigin()
-        origin.set("slow", .slow(.seconds(5), payload(1)))
+        let neverAnswers = Gate()
+        origin.set("slow", .held(neverAnswers, payload(1)))
         let deadURL = try await origin.run { (base) async throws in
             let database = database(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
             let error = await #expect(throws: ImageLoader.Error.self) {
                 try await database.image(ImageRequest(url: base.appendingPathComponent("images/slow")))
             }
+            neverAnswers.open()  // the client gave up; let the origin finish so it can shut down
             guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return base }
             #expect(error?.isTransient == true)
             return base

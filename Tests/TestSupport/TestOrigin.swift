@@ -12,8 +12,9 @@ public final class TestOrigin: Sendable {
         case image([UInt8], contentType: String = "image/png")
         /// This status with a short JSON body.
         case status(Int)
-        /// Waits, then answers 200 with these bytes.
-        case slow(Duration, [UInt8])
+        /// Answers 200 with these bytes once `gate` opens: a server that does not answer until
+        /// the test lets it.
+        case held(Gate, [UInt8])
         /// 200 without a Content-Length, `chunks` writes of `chunk` bytes, as fast as the client
         /// reads them.
         case stream(chunk: Int, chunks: Int)
@@ -67,8 +68,8 @@ public final class TestOrigin: Sendable {
                 return Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             case let .status(code):
                 return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\(code)}")))
-            case let .slow(delay, bytes):
-                try await Task.sleep(for: delay)
+            case let .held(gate, bytes):
+                try await gate.pass()
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             case let .stream(chunk, chunks):
                 let buffer = ByteBuffer(repeating: 0x42, count: chunk)
