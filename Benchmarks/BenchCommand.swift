@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Imaging
 
 /// `make bench`: EmojiArt's hot paths measured side by side with their anchors in one run.
 @main
@@ -25,6 +26,7 @@ struct BenchCommand: AsyncParsableCommand {
         // The bench's galleries and apps keep their signing key and trusted keys under .build-bench,
         // not in the user's data directory.
         setenv("XDG_DATA_HOME", Bench.work + "/data", 1)
+        try Imaging.start()
         print("# EmojiArt benchmarks (\(ProcessInfo.processInfo.activeProcessorCount) cores)\n")
         for section in only {
             switch section {

@@ -8,8 +8,9 @@ import Foundation
 /// and safe to call from many tasks at once. Callers on an actor should run it off the actor's
 /// executor (a nonisolated or `@concurrent` function), because a thumbnail takes milliseconds.
 ///
-/// libvips is started once, lazily and thread-safely, the first time any `Imaging` value is
-/// used. At start the operation cache is switched off (each image is seen once, as in an
+/// libvips is started once, thread-safely, by ``start()`` or else the first time any `Imaging`
+/// value is used. A program should call ``start()`` first thing, before it starts threads:
+/// libvips' start-up sets environment variables, which races with other threads reading them. At start the operation cache is switched off (each image is seen once, as in an
 /// image server, so caching operations only costs memory) and libvips' own thread pool is set
 /// to one thread per pipeline: parallelism comes from running many images at once on Swift's
 /// cooperative pool, which scales with cores without oversubscribing them. Set the environment

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Imaging
 
 /// `emojiart`: the gallery server, the web app, terminal sync and image tools in one executable.
 @main
@@ -13,6 +14,14 @@ struct EmojiArtCommand: AsyncParsableCommand {
         ],
         defaultSubcommand: ServeCommand.self
     )
+
+    /// Starts libvips before any other thread runs, then the command. libvips' start-up sets
+    /// environment variables (`g_setenv`), which must not race with threads reading the
+    /// environment; a failure to start is reported by the first command that needs libvips.
+    static func main() async {
+        _ = try? Imaging.start()
+        await main(nil)
+    }
 }
 
 /// Prints a line at once, even when stdout is a pipe or a file (where `print` is block-buffered),
