@@ -59,9 +59,23 @@ def stop(process):
     try:
         return process.wait(timeout=20)
     except subprocess.TimeoutExpired:
+        stacks = thread_stacks(process.pid)
         process.kill()
-        raise AssertionError("emojiart did not stop within 20 s of SIGINT; its last lines:\n%s"
-                             % "".join(process.output[-30:]))
+        raise AssertionError("emojiart did not stop within 20 s of SIGINT; its last lines:\n%s\nits threads:\n%s"
+                             % ("".join(process.output[-30:]), stacks))
+
+
+def thread_stacks(pid):
+    """Every thread's backtrace of a hung process, through gdb when it is installed: what a hang report needs."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return "(gdb is not installed)"
+    try:
+        result = subprocess.run([gdb, "-p", str(pid), "-batch", "-ex", "thread apply all bt 25"],
+                                capture_output=True, text=True, timeout=120)
+        return result.stdout[-20000:]
+    except subprocess.TimeoutExpired:
+        return "(gdb did not finish)"
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,13 @@ import Synchronization
 /// A value that any number of listeners can follow as an `AsyncStream`: each new stream starts
 /// with the current value, then gets every change (only the newest when a listener lags).
 ///
-/// Thread-safe (a `Mutex`); updates never suspend. The cache's hit counters are built on it,
-/// and apps can use it for their own live state, such as progress.
+/// Thread-safe; updates never suspend. The cache's hit counters are built on it, and apps can
+/// use it for their own live state, such as progress.
+///
+/// Two locks, so a listener is never handed a value while the state lock is held: yielding to a
+/// stream can wait for the listening task's own lock, while cancelling that task holds its lock
+/// and takes the state lock (to forget the listener). One lock for both would deadlock there.
+/// The delivery lock only orders deliveries, so every listener sees the values in order.
 public final class LiveValue<Value: Sendable>: Sendable {
     private struct State {
         var value: Value
@@ -13,6 +18,8 @@ public final class LiveValue<Value: Sendable>: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Serialises deliveries; never taken by a stream's termination.
+    private let delivery = Mutex(())
 
     /// Creates a live value starting at `initial`.
     public init(_ initial: Value) {
@@ -24,9 +31,12 @@ public final class LiveValue<Value: Sendable>: Sendable {
 
     /// Changes the value and sends the result to every listener.
     public func update(_ change: (inout Value) -> Void) {
-        state.withLock { state in
-            change(&state.value)
-            for listener in state.listeners.values { listener.yield(state.value) }
+        delivery.withLock { _ in
+            let (value, listeners) = state.withLock { state in
+                change(&state.value)
+                return (state.value, Array(state.listeners.values))
+            }
+            for listener in listeners { listener.yield(value) }
         }
     }
 
@@ -34,11 +44,14 @@ public final class LiveValue<Value: Sendable>: Sendable {
     /// deallocated or the listener stops iterating.
     public func stream() -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
-        let id = state.withLock { state in
-            let id = state.nextID
-            state.nextID += 1
-            state.listeners[id] = continuation
-            continuation.yield(state.value)
+        let id = delivery.withLock { _ in
+            let (id, value) = state.withLock { state in
+                let id = state.nextID
+                state.nextID += 1
+                state.listeners[id] = continuation
+                return (id, state.value)
+            }
+            continuation.yield(value)  // nobody iterates the new stream yet: this only buffers
             return id
         }
         continuation.onTermination = { [weak self] _ in
@@ -48,9 +61,8 @@ public final class LiveValue<Value: Sendable>: Sendable {
     }
 
     deinit {
-        state.withLock { state in
-            for listener in state.listeners.values { listener.finish() }
-        }
+        let listeners = state.withLock { Array($0.listeners.values) }
+        for listener in listeners { listener.finish() }
     }
 }
 
