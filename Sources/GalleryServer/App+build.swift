@@ -1,7 +1,7 @@
-import Foundation
-import Hummingbird
-import Logging
-import MessageSignatures
+public import Foundation
+public import Hummingbird
+public import Logging
+public import MessageSignatures
 
 /// How to run a gallery.
 public struct GalleryConfiguration: Sendable {

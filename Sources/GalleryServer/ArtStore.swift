@@ -1,6 +1,6 @@
 import Crypto
 import Imaging
-import NIOCore
+public import NIOCore
 
 /// The rendered art of every piece, in memory, with checksums.
 ///

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Metrics
-import NIOCore
-import Prometheus
+public import NIOCore
+public import Prometheus
 import Synchronization
 
 /// The gallery's counters, exported in Prometheus text format at `GET /metrics`.

@@ -1,5 +1,5 @@
 import Crypto
-import Foundation
+public import Foundation
 import RawStructuredFieldValues
 
 /// RFC 9530 `Content-Digest` with `sha-256`: the field the feed's signature covers, so the

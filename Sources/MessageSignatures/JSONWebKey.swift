@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 
 /// An Ed25519 public key as an RFC 8037 JSON Web Key: `{"kty":"OKP","crv":"Ed25519","x":...}`,
 /// with its RFC 7638 thumbprint as `kid`.

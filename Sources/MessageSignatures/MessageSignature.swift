@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 import RawStructuredFieldValues
 
 /// RFC 9421 HTTP Message Signatures with `ed25519`, for responses: the gallery signs its feed,

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Why a signed message (the gallery's feed) could not be authenticated. Each case says what
 /// happened; ``description`` also says what to do.

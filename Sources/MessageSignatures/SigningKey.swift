@@ -1,5 +1,5 @@
-import Crypto
-import Foundation
+public import Crypto
+public import Foundation
 
 /// An Ed25519 signing key that can cross concurrency domains: swift-crypto's key type is not
 /// `Sendable` on Linux, so this keeps the raw 32 bytes and makes the key when it is used.

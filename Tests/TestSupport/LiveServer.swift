@@ -1,4 +1,4 @@
-import Hummingbird
+public import Hummingbird
 
 /// Runs `make`'s application on a real socket until `body` returns, then shuts it down.
 ///

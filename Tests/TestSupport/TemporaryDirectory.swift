@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A fresh directory under the system's temporary directory, deleted when this value goes away.
 public final class TemporaryDirectory: Sendable {

@@ -1,8 +1,8 @@
-import AsyncHTTPClient
-import Foundation
-import ImageCache
-import Logging
-import MessageSignatures
+public import AsyncHTTPClient
+public import Foundation
+public import ImageCache
+public import Logging
+public import MessageSignatures
 import NIOCore
 import NIOHTTP1
 

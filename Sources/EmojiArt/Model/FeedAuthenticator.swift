@@ -1,7 +1,7 @@
-import AsyncHTTPClient
-import Foundation
-import ImageCache
-import MessageSignatures
+public import AsyncHTTPClient
+public import Foundation
+public import ImageCache
+public import MessageSignatures
 import NIOCore
 import NIOHTTP1
 

@@ -1,5 +1,5 @@
-import Foundation
-import MessageSignatures
+public import Foundation
+public import MessageSignatures
 #if canImport(Glibc)
 import Glibc
 #endif

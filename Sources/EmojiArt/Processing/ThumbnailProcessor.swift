@@ -1,5 +1,5 @@
-import ImageCache
-import Imaging
+public import ImageCache
+public import Imaging
 
 /// Makes the app's variants with libvips: a PNG that fits in a `size` x `size` box, never
 /// upscaled. The cache calls it off its actors; it is safe to call from many tasks at once.

@@ -1,5 +1,5 @@
 import Foundation
-import ImageCache
+public import ImageCache
 
 /// `emojiart sync`: load the feed, verify it, fetch every thumbnail, and report.
 public struct Sync: Sendable {

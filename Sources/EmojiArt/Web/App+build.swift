@@ -1,6 +1,6 @@
-import Hummingbird
-import ImageCache
-import Logging
+public import Hummingbird
+public import ImageCache
+public import Logging
 
 /// The EmojiArt web app as a Hummingbird application.
 public enum EmojiArtApp {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// How to run the web app.
 public struct AppConfiguration: Sendable {

@@ -1,6 +1,6 @@
 import Clocks
-import Foundation
-import Logging
+public import Foundation
+public import Logging
 import Synchronization
 
 /// The book's `@globalActor ImageDatabase`: memory, then a download in flight, then a

@@ -1,9 +1,9 @@
-import Clocks
-import Foundation
+public import Clocks
+public import Foundation
 import Logging
 import Synchronization
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+public import FoundationNetworking
 #endif
 
 /// Loads images and keeps them in memory: the book's `ImageLoader` actor and the article's
