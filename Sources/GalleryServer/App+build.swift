@@ -25,8 +25,12 @@ public struct GalleryConfiguration: Sendable {
     /// long enough for clocks that differ and slow clients, short enough that a replayed feed
     /// goes stale.
     public var signatureLifetime: Duration
-    /// The wall clock signatures are dated by; tests pass one set in the past or the future.
+    /// The wall clock signatures and `Last-Modified` are dated by; tests pass one set in the
+    /// past or the future.
     public var now: @Sendable () -> Date
+    /// How long clients may use an image without asking again: `Cache-Control: max-age`, in
+    /// seconds. Default 3600.
+    public var maxAge: Int
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984
@@ -36,7 +40,7 @@ public struct GalleryConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none,
         imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock(),
         signingKey: SigningKey = .init(), signatureLifetime: Duration = .seconds(3600),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, maxAge: Int = 3600
     ) {
         self.host = host
         self.port = port
@@ -47,6 +51,7 @@ public struct GalleryConfiguration: Sendable {
         self.signingKey = signingKey
         self.signatureLifetime = signatureLifetime
         self.now = now
+        self.maxAge = maxAge
     }
 
     /// The fingerprint of ``signingKey``'s public key: its RFC 7638 JWK thumbprint.
@@ -94,7 +99,8 @@ public enum Gallery {
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
             art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults),
-            gate: configuration.imageGate, clock: configuration.clock,
+            gate: configuration.imageGate, clock: configuration.clock, maxAge: configuration.maxAge,
+            published: configuration.now(),
             signer: FeedSigner(key: configuration.signingKey, lifetime: configuration.signatureLifetime, now: configuration.now)
         )
         router.addRoutes(gallery.endpoints, atPath: "/gallery")

@@ -32,6 +32,9 @@ struct GalleryCommand: AsyncParsableCommand {
     @Option(help: "Seed of the feed's order and prices; the same seed gives the same feed.")
     var seed: UInt64 = GalleryConfiguration.defaultSeed
 
+    @Option(help: "Seconds clients may use an image without asking again (Cache-Control: max-age).")
+    var maxAge: Int = 3600
+
     @Option(help: "Delay each image request by this many milliseconds.")
     var latency: Int = 0
 
@@ -55,6 +58,7 @@ struct GalleryCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
+        guard maxAge >= 0 else { throw ValidationError("--max-age must be >= 0 seconds") }
         let rates = [failureRate, truncateRate, corruptRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
             throw ValidationError("--failure-rate, --truncate-rate and --corrupt-rate must be in 0...1 and add up to at most 1")
@@ -82,7 +86,7 @@ struct GalleryCommand: AsyncParsableCommand {
                 corruptRate: corruptRate, seed: faultSeed
             ),
             imageGate: holdImages ? ImageGate() : nil,
-            signingKey: key
+            signingKey: key, maxAge: maxAge
         )
     }
 

@@ -124,6 +124,47 @@ import TestSupport
         }
     }
 
+    @Test func answersCarryMaxAgeAndLastModifiedAndHonourIfModifiedSince() async throws {
+        let published = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
+        let configuration = GalleryConfiguration(port: 0, now: { published }, maxAge: 120)
+        try await gallery(configuration).test(.router) { client in
+            let etag = try await client.execute(uri: "/gallery/image?5", method: .get) { response in
+                #expect(response.headers[.cacheControl] == "public, max-age=120")
+                #expect(response.headers[.lastModified] == "Tue, 14 Nov 2023 22:13:20 GMT")
+                return try #require(response.headers[.eTag])
+            }
+            let cases: [(HTTPFields, HTTPResponse.Status)] = [
+                ([.ifModifiedSince: "Tue, 14 Nov 2023 22:13:20 GMT"], .notModified),
+                ([.ifModifiedSince: "Wed, 15 Nov 2023 08:00:00 GMT"], .notModified),
+                ([.ifModifiedSince: "Tue, 14 Nov 2023 22:13:19 GMT"], .ok),
+                ([.ifModifiedSince: "yesterday"], .ok),
+                // If-None-Match decides alone when both are sent (RFC 9110 13.2.2).
+                ([.ifNoneMatch: "\"other\"", .ifModifiedSince: "Wed, 15 Nov 2023 08:00:00 GMT"], .ok),
+                ([.ifNoneMatch: etag, .ifModifiedSince: "Tue, 14 Nov 2023 22:13:19 GMT"], .notModified),
+            ]
+            for (headers, status) in cases {
+                try await client.execute(uri: "/gallery/image?5", method: .get, headers: headers) { response in
+                    #expect(response.status == status, "\(headers)")
+                    if status == .notModified { #expect(response.body.readableBytes == 0) }
+                }
+            }
+            try await client.execute(uri: "/gallery/images", method: .get, headers: [.ifModifiedSince: "Tue, 14 Nov 2023 22:13:20 GMT"]) { response in
+                #expect(response.status == .notModified)
+                #expect(response.headers[.lastModified] == "Tue, 14 Nov 2023 22:13:20 GMT")
+            }
+        }
+    }
+
+    @Test func theFeedsETagIsTheHashOfItsBytes() async throws {
+        try await gallery().test(.router) { client in
+            try await client.execute(uri: "/gallery/images", method: .get) { response in
+                let hex = SHA256.hash(data: [UInt8](buffer: response.body)).map { String(format: "%02x", $0) }.joined()
+                #expect(response.headers[.eTag] == "\"\(hex)\"")
+                #expect(response.headers[.cacheControl] == "no-cache")
+            }
+        }
+    }
+
     @Test func metricsCountRequestsPerPieceAndRoute() async throws {
         try await gallery().test(.router) { client in
             var bytes = 0

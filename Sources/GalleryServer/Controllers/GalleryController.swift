@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hummingbird
 import MessageSignatures
@@ -18,14 +19,21 @@ struct GalleryController<Context: RequestContext>: Sendable {
     let gate: ImageGate?
     let clock: any Clock<Duration>
     let signer: FeedSigner
+    let cacheControl: String
+    /// When the art was published (the gallery's start): every answer's `Last-Modified`.
+    let published: Date
+    let lastModified: String
     let feedDigest: String
     let imageDigests: [String]
     let publicKey: ByteBuffer
 
     init(
         art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
-        clock: any Clock<Duration>, signer: FeedSigner
+        clock: any Clock<Duration>, maxAge: Int, published: Date, signer: FeedSigner
     ) throws {
+        cacheControl = "public, max-age=\(max(0, maxAge))"
+        self.published = published
+        lastModified = HTTPValidators.httpDate(published)
         self.art = art
         self.metrics = metrics
         self.faults = faults
@@ -39,7 +47,8 @@ struct GalleryController<Context: RequestContext>: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = try encoder.encode(entries)
         feed = ByteBuffer(bytes: json)
-        feedETag = "\"feed-\(seed)-\(json.count)\""
+        // A hash of the bytes: a revised feed of the same length gets a new tag.
+        feedETag = "\"" + SHA256.hash(data: json).hexDigest + "\""
         feedDigest = ContentDigest.fieldValue(for: json)
     }
 
@@ -52,12 +61,13 @@ struct GalleryController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func images(_ request: Request, context: Context) async throws -> Response {
-        if request.headers[.ifNoneMatch].map({ Self.matches($0, etag: feedETag) }) == true {
-            return Response(status: .notModified, headers: [.eTag: feedETag])
+        if notModified(request, etag: feedETag) {
+            return Response(status: .notModified, headers: [.eTag: feedETag, .lastModified: lastModified, .cacheControl: "no-cache"])
         }
         metrics.served(bytes: feed.readableBytes)
         var headers: HTTPFields = [
             .contentType: "application/json; charset=utf-8", .eTag: feedETag, .cacheControl: "no-cache",
+            .lastModified: lastModified,
             .contentDigest: feedDigest,
         ]
         try signer.sign(status: 200, &headers)
@@ -93,10 +103,11 @@ struct GalleryController<Context: RequestContext>: Sendable {
         var headers: HTTPFields = [
             .contentType: "image/png",
             .eTag: piece.etag,
-            .cacheControl: "public, max-age=3600",
+            .cacheControl: cacheControl,
+            .lastModified: lastModified,
             .contentDigest: imageDigests[number],
         ]
-        if request.headers[.ifNoneMatch].map({ Self.matches($0, etag: piece.etag) }) == true {
+        if notModified(request, etag: piece.etag) {
             return Response(status: .notModified, headers: headers)
         }
         if fault == .truncate {
@@ -133,12 +144,12 @@ struct GalleryController<Context: RequestContext>: Sendable {
         return number
     }
 
-    /// RFC 9110 If-None-Match: `*`, or a list of entity tags, weak ones compared weakly.
-    static func matches(_ header: String, etag: String) -> Bool {
-        header.split(separator: ",").contains { candidate in
-            let tag = candidate.trimmingCharacters(in: .whitespaces)
-            return tag == "*" || tag == etag || tag == "W/" + etag
-        }
+    /// Whether `request` may be answered 304 (see ``HTTPValidators/notModified(ifNoneMatch:ifModifiedSince:etag:lastModified:)``).
+    func notModified(_ request: Request, etag: String) -> Bool {
+        HTTPValidators.notModified(
+            ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince],
+            etag: etag, lastModified: published
+        )
     }
 }
 
