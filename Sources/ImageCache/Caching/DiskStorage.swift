@@ -34,6 +34,7 @@ public final class DiskStorage: Sendable {
     /// Index of entry file names by recency, with their sizes as cost.
     let index = Mutex(LRUCache<String, Int>())
     let scans = Mutex(0)
+    private let directoryPath: FilePath
 
     /// How many times ``setUp()`` has listed the directory.
     public var directoryScans: Int { scans.withLock { $0 } }
@@ -41,6 +42,7 @@ public final class DiskStorage: Sendable {
     /// Creates storage in `directory` (created by ``setUp()`` when missing).
     public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024, synchronizesWrites: Bool = true, logger: Logger = Logger(label: "ImageCache.DiskStorage")) {
         self.directory = directory
+        directoryPath = FilePath(directory.path)
         self.sizeLimit = sizeLimit
         self.synchronizesWrites = synchronizesWrites
         self.logger = logger
@@ -53,8 +55,10 @@ public final class DiskStorage: Sendable {
         SHA256Hex.digest(Array(key.utf8))
     }
 
+    /// The path of the entry file `name`. The directory's path is parsed once, at `init`: this
+    /// runs on every read.
     func path(_ name: String) -> FilePath {
-        FilePath(directory.path).appending(name)
+        directoryPath.appending(name)
     }
 
     /// Writes `image` under `key`, atomically, then evicts to stay under the size limit.
