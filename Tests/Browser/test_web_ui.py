@@ -113,13 +113,22 @@ class Gallery:
 def servers(browser):
     cache = tempfile.mkdtemp(prefix="emojiart-browser-")
     gallery, gallery_url = start(["gallery", "--port", "0", "--hold-images"], r"serving (http://\S+)/gallery/images")
-    app, url = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", cache, "--concurrency", "4"],
-                     r"EmojiArt: open (http://\S+)")
+    try:
+        app, url = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", cache, "--concurrency", "4"],
+                         r"EmojiArt: open (http://\S+)")
+    except BaseException:
+        gallery.kill()
+        raise
     yield url, Gallery(gallery_url)
-    assert stop(app) == 0
-    assert stop(gallery) == 0
-    shutil.rmtree(cache, ignore_errors=True)
-    shutil.rmtree(DATA_HOME, ignore_errors=True)
+    # Both are stopped (or killed) whatever happens to the other: a failed run leaves no process behind.
+    try:
+        assert stop(app) == 0
+    finally:
+        try:
+            assert stop(gallery) == 0
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.rmtree(DATA_HOME, ignore_errors=True)
 
 
 def counter(driver, name):
