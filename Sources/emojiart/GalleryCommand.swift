@@ -67,18 +67,7 @@ struct GalleryCommand: AsyncParsableCommand {
 
     /// The configuration, with the signing key read (or created in the data directory).
     func galleryConfiguration() throws -> GalleryConfiguration {
-        let key: SigningKey
-        do {
-            if let signingKey {
-                key = try SigningKeyFile.read(URL(fileURLWithPath: signingKey))
-            } else {
-                let (stored, created) = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath)
-                if created { say("gallery: made a new signing key in \(SigningKeyFile.defaultPath.path)") }
-                key = stored
-            }
-        } catch {
-            throw CommandFailure("\(error)")
-        }
+        let key = try gallerySigningKey(signingKey)
         return GalleryConfiguration(
             host: server.host, port: server.port ?? 8080, seed: seed,
             faults: .init(
@@ -97,6 +86,20 @@ struct GalleryCommand: AsyncParsableCommand {
             say("gallery: serving http://\(server.host):\(port)/gallery/images, signed with key \(configuration.keyFingerprint)")
         }
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
+    }
+}
+
+/// The gallery's signing key: from `file` when given, else from the data directory, where it is
+/// made on first use (and said so).
+/// - Throws: ``CommandFailure`` with the key file's own message.
+func gallerySigningKey(_ file: String?) throws -> SigningKey {
+    do {
+        if let file { return try SigningKeyFile.read(URL(fileURLWithPath: file)) }
+        let (key, created) = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath)
+        if created { say("gallery: made a new signing key in \(SigningKeyFile.defaultPath.path)") }
+        return key
+    } catch {
+        throw CommandFailure("\(error)")
     }
 }
 

@@ -29,12 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         // The gallery runs in this process: the app pins its key rather than learning it.
-        let key: SigningKey
-        do {
-            key = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath).key
-        } catch {
-            throw CommandFailure("\(error)")
-        }
+        let key = try gallerySigningKey(nil)
         let gallery = try await Gallery.buildApplication(
             .init(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key), logger: Logger(label: "gallery")
         ) { port in portContinuation.yield(port) }

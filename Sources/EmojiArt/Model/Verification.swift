@@ -21,6 +21,11 @@ public enum VerificationStatus: Sendable, Hashable {
         }
     }
 
+    /// Whether the image arrived but its bytes do not match the signed feed.
+    public var failedVerification: Bool {
+        if case .mismatch = self { true } else { false }
+    }
+
     /// A short label: "verified", "mismatch", "missing", "failed", "pending".
     public var label: String {
         switch self {

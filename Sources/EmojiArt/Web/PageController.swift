@@ -81,7 +81,7 @@ struct PageController<Context: RequestContext>: Sendable {
             "marked": status != .verified,
             // Only an image whose bytes match the signed feed is ever shown.
             "showImage": status == .verified,
-            "placeholderText": status.label == "mismatch" ? "failed verification" : "image unavailable",
+            "placeholderText": status.failedVerification ? "failed verification" : "image unavailable",
             "thumbWidth": 110,
             "thumbHeight": 200,
         ]
