@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "emojiart", targets: ["emojiart"]),
         .library(name: "ImageCache", targets: ["ImageCache"]),
+        .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "GalleryServer", targets: ["GalleryServer"]),
         .library(name: "EmojiArt", targets: ["EmojiArt"]),
@@ -53,10 +54,17 @@ let package = Package(
             dependencies: ["CVips"],
             swiftSettings: swiftSettings
         ),
+        // RFC 9110 dates and conditional requests, RFC 9111 Cache-Control and freshness: what the
+        // cache reads and the gallery (and the app) answer with, defined once.
+        .target(
+            name: "HTTPCaching",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "ImageCache",
             dependencies: [
                 "CXXHash",
+                "HTTPCaching",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -80,9 +88,13 @@ let package = Package(
         .target(
             name: "GalleryServer",
             dependencies: [
+                "HTTPCaching",
                 "Imaging",
                 "MessageSignatures",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,9 +167,15 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HTTPCachingTests",
+            dependencies: ["HTTPCaching"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -177,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "GalleryServerTests",
             dependencies: [
-                "GalleryServer", "Imaging", "TestSupport",
+                "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

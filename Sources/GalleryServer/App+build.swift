@@ -25,22 +25,32 @@ public struct GalleryConfiguration: Sendable {
     /// long enough for clocks that differ and slow clients, short enough that a replayed feed
     /// goes stale.
     public var signatureLifetime: Duration
-    /// The wall clock signatures and `Last-Modified` are dated by; tests pass one set in the
-    /// past or the future.
+    /// The wall clock signatures, `Date` and `Last-Modified` are dated by; tests pass one they
+    /// move.
     public var now: @Sendable () -> Date
-    /// How long clients may use an image without asking again: `Cache-Control: max-age`, in
-    /// seconds. Default 3600.
-    public var maxAge: Int
+    /// Every image's `Cache-Control`: `public, max-age=3600` by default (see
+    /// ``init(host:port:seed:faults:imageGate:clock:signingKey:signatureLifetime:now:maxAge:cacheControl:revisionInterval:)``).
+    public var cacheControl: String
+    /// How often the gallery publishes a revision (new bytes for a few pieces); `nil` (never) by
+    /// default, as in the book. `.zero` publishes one only when `POST /gallery/test/revise`
+    /// asks, a route served whenever this is set.
+    public var revisionInterval: Duration?
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984
 
     /// Creates a configuration.
+    /// - Parameters:
+    ///   - maxAge: seconds clients may use an image without asking again, sent as
+    ///     `Cache-Control: public, max-age=S`.
+    ///   - cacheControl: the whole `Cache-Control` of images instead (`no-store`,
+    ///     `max-age=60, stale-while-revalidate=30`, ...); `maxAge` is then unused.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, seed: UInt64 = defaultSeed, faults: FaultInjection = .none,
         imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock(),
         signingKey: SigningKey = .init(), signatureLifetime: Duration = .seconds(3600),
-        now: @escaping @Sendable () -> Date = { Date() }, maxAge: Int = 3600
+        now: @escaping @Sendable () -> Date = { Date() }, maxAge: Int = 3600, cacheControl: String? = nil,
+        revisionInterval: Duration? = nil
     ) {
         self.host = host
         self.port = port
@@ -51,7 +61,8 @@ public struct GalleryConfiguration: Sendable {
         self.signingKey = signingKey
         self.signatureLifetime = signatureLifetime
         self.now = now
-        self.maxAge = maxAge
+        self.cacheControl = cacheControl ?? "public, max-age=\(max(0, maxAge))"
+        self.revisionInterval = revisionInterval
     }
 
     /// The fingerprint of ``signingKey``'s public key: its RFC 7638 JWK thumbprint.
@@ -68,7 +79,7 @@ public enum Gallery {
         _ configuration: GalleryConfiguration,
         logger: Logger = Logger(label: "gallery"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) async throws -> some ApplicationProtocol {
+    ) async throws -> GalleryApplication {
         let art = try await ArtStore.load()
         let metrics = GalleryMetrics()
         metrics.rendered(in: art.renderTime)
@@ -80,32 +91,41 @@ public enum Gallery {
         if configuration.imageGate != nil {
             logger.warning("image requests are held until released through /gallery/test/ (--hold-images)")
         }
-        let router = try buildRouter(configuration, art: art, metrics: metrics)
-        return Application(
-            router: router,
+        if let interval = configuration.revisionInterval {
+            logger.warning(interval == .zero
+                ? "revisions on request: POST /gallery/test/revise publishes new art"
+                : "a revision every \(interval) (and on POST /gallery/test/revise)")
+        }
+        let publication = try Publication(art: art, seed: configuration.seed, now: configuration.now)
+        let router = try buildRouter(configuration, publication: publication, metrics: metrics)
+        return GalleryApplication(
+            responder: router.buildResponder(),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt-Gallery"),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
-            logger: logger
+            logger: logger, now: configuration.now, running: onServerRunning,
+            revisions: configuration.revisionInterval.flatMap { $0 > .zero ? ($0, configuration.clock, publication) : nil }
         )
     }
 
     /// Builds the router: `/gallery/images` (signed), `/gallery/image?N`, `/gallery/key`,
-    /// `/health`, `/metrics`, and
-    /// the gate's `/gallery/test/` routes when ``GalleryConfiguration/imageGate`` is set.
+    /// `/health`, `/metrics`, the gate's `/gallery/test/` routes when
+    /// ``GalleryConfiguration/imageGate`` is set, and `POST /gallery/test/revise` when
+    /// ``GalleryConfiguration/revisionInterval`` is.
     public static func buildRouter(
-        _ configuration: GalleryConfiguration, art: ArtStore, metrics: GalleryMetrics
+        _ configuration: GalleryConfiguration, publication: Publication, metrics: GalleryMetrics
     ) throws -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
-            art: art, seed: configuration.seed, metrics: metrics, faults: FaultInjector(configuration.faults),
-            gate: configuration.imageGate, clock: configuration.clock, maxAge: configuration.maxAge,
-            published: configuration.now(),
+            publication: publication, metrics: metrics, faults: FaultInjector(configuration.faults),
+            gate: configuration.imageGate, clock: configuration.clock, cacheControl: configuration.cacheControl,
             signer: FeedSigner(key: configuration.signingKey, lifetime: configuration.signatureLifetime, now: configuration.now)
         )
         router.addRoutes(gallery.endpoints, atPath: "/gallery")
         if let gate = configuration.imageGate {
             router.addRoutes(GateController<BasicRequestContext>(gate: gate).endpoints, atPath: "/gallery/test")
+        }
+        if configuration.revisionInterval != nil {
+            router.addRoutes(RevisionController<BasicRequestContext>(publication: publication).endpoints, atPath: "/gallery/test")
         }
         router.addRoutes(OpsController(metrics: metrics, pieces: ArtCatalog.served.count).endpoints)
         return router

@@ -43,9 +43,11 @@ public struct ArtRenderer: Sendable {
     }
 
     /// Renders `emoji` on `palette`'s gradient as an RGB PNG of 360x650.
+    /// - Parameter shift: pixels the emoji sits below the centre (negative: above); the
+    ///   gallery's revisions move it to make new art of the same piece.
     /// - Throws: ``Imaging/Error/encodeFailed(format:detail:)`` when libvips cannot draw the text
     ///   (for example when the Noto Color Emoji font is missing: run scripts/bootstrap).
-    public func render(emoji: String, palette: Palette) throws(Imaging.Error) -> [UInt8] {
+    public func render(emoji: String, palette: Palette, shift: Int = 0) throws(Imaging.Error) -> [UInt8] {
         try Imaging.start()
         let (width, height) = (Self.width, Self.height)
         let gradient = try Self.gradient(width: width, height: height, palette: palette)
@@ -57,7 +59,7 @@ public struct ArtRenderer: Sendable {
             throw .encodeFailed(format: "emoji text", detail: "no colour glyph for \(emoji): is fonts-noto-color-emoji installed?")
         }
         let x = (width - glyph.width) / 2
-        let y = (height - glyph.height) / 2
+        let y = min(max(0, (height - glyph.height) / 2 + shift), max(0, height - glyph.height))
         let composed = try VipsImage.make("composite") {
             cvips_composite2_over(gradient.pointer, glyph.pointer, $0, Int32(x), Int32(y))
         }

@@ -24,6 +24,12 @@ struct GalleryCommand: AsyncParsableCommand {
 
             With --hold-images every image request waits until it is let through: POST /gallery/test/release?count=N \
             lets N more through, POST /gallery/test/open lets all through, GET /gallery/test/gate shows the counts.
+
+            Images are sent with Cache-Control: public, max-age=S (--max-age), or the whole field given with \
+            --cache-control, and with ETag and Last-Modified; conditional requests (If-None-Match, else \
+            If-Modified-Since) are answered 304. The feed is no-cache: clients revalidate it on every load. \
+            --revise-every S publishes new art every S seconds: three pieces get new bytes, the feed their new \
+            checksums; with 0, only POST /gallery/test/revise publishes one (the route exists whenever the option is given).
             """
     )
 
@@ -34,6 +40,12 @@ struct GalleryCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds clients may use an image without asking again (Cache-Control: max-age).")
     var maxAge: Int = 3600
+
+    @Option(help: ArgumentHelp("The whole Cache-Control of images instead of --max-age, e.g. \"max-age=60, stale-while-revalidate=30\" or \"no-store\".", valueName: "value"))
+    var cacheControl: String?
+
+    @Option(help: ArgumentHelp("Publish new art for three pieces every S seconds; 0: only when POST /gallery/test/revise asks.", valueName: "seconds"))
+    var reviseEvery: Int?
 
     @Option(help: "Delay each image request by this many milliseconds.")
     var latency: Int = 0
@@ -59,6 +71,10 @@ struct GalleryCommand: AsyncParsableCommand {
     func validate() throws {
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
         guard maxAge >= 0 else { throw ValidationError("--max-age must be >= 0 seconds") }
+        if let reviseEvery, reviseEvery < 0 { throw ValidationError("--revise-every must be >= 0 seconds") }
+        if let cacheControl, cacheControl.contains(where: \.isNewline) {
+            throw ValidationError("--cache-control must be one line")
+        }
         let rates = [failureRate, truncateRate, corruptRate]
         guard rates.allSatisfy({ (0...1).contains($0) }), rates.reduce(0, +) <= 1 else {
             throw ValidationError("--failure-rate, --truncate-rate and --corrupt-rate must be in 0...1 and add up to at most 1")
@@ -75,7 +91,8 @@ struct GalleryCommand: AsyncParsableCommand {
                 corruptRate: corruptRate, seed: faultSeed
             ),
             imageGate: holdImages ? ImageGate() : nil,
-            signingKey: key, maxAge: maxAge
+            signingKey: key, maxAge: maxAge, cacheControl: cacheControl,
+            revisionInterval: reviseEvery.map { .seconds($0) }
         )
     }
 

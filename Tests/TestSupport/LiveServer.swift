@@ -1,10 +1,12 @@
-public import Hummingbird
+public import ServiceLifecycle
 
 /// Runs `make`'s application on a real socket until `body` returns, then shuts it down.
 ///
 /// `make` receives the callback to pass as the application's `onServerRunning`; the port it
-/// reports (bind to port 0 for a free one) is handed to `body`.
-public func withLiveServer<App: ApplicationProtocol, T: Sendable>(
+/// reports (bind to port 0 for a free one) is handed to `body`. Generic over `Service`, not
+/// Hummingbird's `ApplicationProtocol`, so `run()` is the application's own (an application may
+/// replace the protocol extension's, as the gallery does).
+public func withLiveServer<App: Service, T: Sendable>(
     _ make: (@escaping @Sendable (Int) async -> Void) async throws -> App,
     _ body: (_ port: Int) async throws -> T
 ) async throws -> T {

@@ -1,5 +1,5 @@
-import Crypto
 import Foundation
+import HTTPCaching
 import Hummingbird
 import MessageSignatures
 
@@ -11,45 +11,28 @@ import MessageSignatures
 /// content type and digest; each image carries its `Content-Digest` too. Because the feed lists
 /// each image's SHA-256, a verified feed makes every verified image authentic.
 struct GalleryController<Context: RequestContext>: Sendable {
-    let art: ArtStore
-    let feed: ByteBuffer
-    let feedETag: String
+    let publication: Publication
     let metrics: GalleryMetrics
     let faults: FaultInjector
     let gate: ImageGate?
     let clock: any Clock<Duration>
     let signer: FeedSigner
+    /// Every image's `Cache-Control`.
     let cacheControl: String
-    /// When the art was published (the gallery's start): every answer's `Last-Modified`.
-    let published: Date
-    let lastModified: String
-    let feedDigest: String
-    let imageDigests: [String]
     let publicKey: ByteBuffer
 
     init(
-        art: ArtStore, seed: UInt64, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
-        clock: any Clock<Duration>, maxAge: Int, published: Date, signer: FeedSigner
+        publication: Publication, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
+        clock: any Clock<Duration>, cacheControl: String, signer: FeedSigner
     ) throws {
-        cacheControl = "public, max-age=\(max(0, maxAge))"
-        self.published = published
-        lastModified = HTTPValidators.httpDate(published)
-        self.art = art
+        self.publication = publication
+        self.cacheControl = cacheControl
         self.metrics = metrics
         self.faults = faults
         self.gate = gate
         self.clock = clock
         self.signer = signer
-        imageDigests = art.pieces.map { ContentDigest.fieldValue(for: $0.png.readableBytesView) }
         publicKey = ByteBuffer(bytes: try JSONEncoder().encode(signer.key.publicJWK))
-        let entries = Feed.make(seed: seed, checksums: art.pieces.map(\.checksum))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json = try encoder.encode(entries)
-        feed = ByteBuffer(bytes: json)
-        // A hash of the bytes: a revised feed of the same length gets a new tag.
-        feedETag = "\"" + SHA256.hash(data: json).hexDigest + "\""
-        feedDigest = ContentDigest.fieldValue(for: json)
     }
 
     var endpoints: RouteCollection<Context> {
@@ -60,18 +43,22 @@ struct GalleryController<Context: RequestContext>: Sendable {
         return routes
     }
 
+    /// The feed: `no-cache`, so clients revalidate it (a 304 costs no body) every time they
+    /// load the catalog, and see a revision at once.
     @Sendable func images(_ request: Request, context: Context) async throws -> Response {
-        if notModified(request, etag: feedETag) {
-            return Response(status: .notModified, headers: [.eTag: feedETag, .lastModified: lastModified, .cacheControl: "no-cache"])
+        let edition = publication.current
+        let lastModified = HTTPDate.format(edition.feedModified)
+        if notModified(request, etag: edition.feedETag, lastModified: edition.feedModified) {
+            return Response(status: .notModified, headers: [.eTag: edition.feedETag, .lastModified: lastModified, .cacheControl: "no-cache"])
         }
-        metrics.served(bytes: feed.readableBytes)
+        metrics.served(bytes: edition.feed.readableBytes)
         var headers: HTTPFields = [
-            .contentType: "application/json; charset=utf-8", .eTag: feedETag, .cacheControl: "no-cache",
+            .contentType: "application/json; charset=utf-8", .eTag: edition.feedETag, .cacheControl: "no-cache",
             .lastModified: lastModified,
-            .contentDigest: feedDigest,
+            .contentDigest: edition.feedDigest,
         ]
         try signer.sign(status: 200, &headers)
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: feed))
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: edition.feed))
     }
 
     /// The public key the feed is signed with, as an RFC 8037 JSON Web Key with its thumbprint
@@ -92,7 +79,8 @@ struct GalleryController<Context: RequestContext>: Sendable {
         guard ArtCatalog.missing.contains(number) == false else {
             throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (pieces 0, 10 and 20 always are)")
         }
-        let piece = art.pieces[number]
+        let edition = publication.current
+        let piece = edition.pieces[number]
         if faults.configuration.latency > .zero {
             try await clock.sleep(for: faults.configuration.latency)
         }
@@ -104,10 +92,10 @@ struct GalleryController<Context: RequestContext>: Sendable {
             .contentType: "image/png",
             .eTag: piece.etag,
             .cacheControl: cacheControl,
-            .lastModified: lastModified,
-            .contentDigest: imageDigests[number],
+            .lastModified: HTTPDate.format(edition.modified[number]),
+            .contentDigest: edition.imageDigests[number],
         ]
-        if notModified(request, etag: piece.etag) {
+        if notModified(request, etag: piece.etag, lastModified: edition.modified[number]) {
             return Response(status: .notModified, headers: headers)
         }
         if fault == .truncate {
@@ -144,11 +132,11 @@ struct GalleryController<Context: RequestContext>: Sendable {
         return number
     }
 
-    /// Whether `request` may be answered 304 (see ``HTTPValidators/notModified(ifNoneMatch:ifModifiedSince:etag:lastModified:)``).
-    func notModified(_ request: Request, etag: String) -> Bool {
-        HTTPValidators.notModified(
+    /// Whether `request` may be answered 304 (see `ConditionalRequest.notModified`).
+    func notModified(_ request: Request, etag: String, lastModified: Date) -> Bool {
+        ConditionalRequest.notModified(
             ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince],
-            etag: etag, lastModified: published
+            etag: etag, lastModified: lastModified
         )
     }
 }

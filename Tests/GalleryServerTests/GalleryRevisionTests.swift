@@ -1,0 +1,111 @@
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import GalleryServer
+import HTTPCaching
+import NIOCore
+import NIOFoundationEssentialsCompat
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// New art at unchanged URLs, and the gallery's dates from its injected clock, over a socket.
+@Suite struct GalleryRevisionTests {
+    struct Answer: Sendable {
+        var status: UInt
+        var headers: HTTPHeaders
+        var body: [UInt8]
+    }
+
+    func get(_ url: String, _ headers: [(String, String)] = [], method: HTTPMethod = .GET) async throws -> Answer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 10 << 20)
+        return Answer(status: response.status.code, headers: response.headers, body: [UInt8](buffer: body))
+    }
+
+    func checksums(_ feed: [UInt8]) throws -> [String: String] {
+        let entries = try JSONDecoder().decode([ImageFile].self, from: Data(feed))
+        return Dictionary(entries.map { ($0.url, $0.checksum) }) { first, _ in first }
+    }
+
+    @Test func aRevisionGivesThreePiecesNewBytesDatedByTheGallerysClock() async throws {
+        let clock = TestWallClock()
+        let configuration = GalleryConfiguration(port: 0, now: clock.now, revisionInterval: .zero)
+        try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            let base = "http://127.0.0.1:\(port)"
+            let published = HTTPDate.format(clock.current)
+            let before = try await get(base + "/gallery/images")
+            #expect(before.headers.first(name: "date") == published)
+            let oldETag = try #require(before.headers.first(name: "etag"))
+            let oldChecksums = try checksums(before.body)
+            var oldImageTags: [Int: String] = [:]
+            for piece in [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21, 22, 23, 24, 25, 26, 27, 28] {
+                oldImageTags[piece] = try await get(base + "/gallery/image?\(piece)").headers.first(name: "etag")
+            }
+
+            clock.advance(by: 600)
+            let revised = try await get(base + "/gallery/test/revise", method: .POST)
+            #expect(revised.status == 200)
+            struct Revision: Decodable { var revision: Int; var pieces: [Int] }
+            let revision = try JSONDecoder().decode(Revision.self, from: Data(revised.body))
+            #expect(revision.revision == 1)
+            #expect(revision.pieces.count == 3)
+            #expect(Set(revision.pieces).isDisjoint(with: [0, 10, 20]))
+
+            let after = try await get(base + "/gallery/images", [("If-None-Match", oldETag)])
+            #expect(after.status == 200, "a revised feed has a new ETag")
+            #expect(after.headers.first(name: "date") == HTTPDate.format(clock.current))
+            #expect(after.headers.first(name: "last-modified") == HTTPDate.format(clock.current))
+            let newChecksums = try checksums(after.body)
+            let changed = Set(newChecksums.keys.filter { newChecksums[$0] != oldChecksums[$0] })
+            #expect(changed == Set(revision.pieces.map { "/gallery/image?\($0)" }))
+
+            for (piece, tag) in oldImageTags {
+                let answer = try await get(base + "/gallery/image?\(piece)", [("If-None-Match", tag ?? "")])
+                if revision.pieces.contains(piece) {
+                    #expect(answer.status == 200)
+                    let hex = SHA256.hash(data: answer.body).map { String(format: "%02x", $0) }.joined()
+                    #expect(newChecksums["/gallery/image?\(piece)"] == "sha256:\(hex)")
+                    #expect(answer.headers.first(name: "last-modified") == HTTPDate.format(clock.current))
+                } else {
+                    #expect(answer.status == 304, "piece \(piece) did not change")
+                    #expect(answer.body.isEmpty)
+                    #expect(answer.headers.first(name: "last-modified") == published)
+                }
+            }
+            // The next revision is new art again, even for a piece revised before.
+            let second = try await get(base + "/gallery/test/revise", method: .POST)
+            let secondRevision = try JSONDecoder().decode(Revision.self, from: Data(second.body))
+            #expect(secondRevision.revision == 2)
+            let third = try checksums(try await get(base + "/gallery/images").body)
+            #expect(third != newChecksums)
+        }
+    }
+
+    @Test func theReviseRouteExistsOnlyWithRevisionsOn() async throws {
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { port in
+            let answer = try await get("http://127.0.0.1:\(port)/gallery/test/revise", method: .POST)
+            #expect(answer.status == 404)
+        }
+    }
+
+    @Test func cacheControlCanBeGivenWhole() async throws {
+        let configuration = GalleryConfiguration(port: 0, cacheControl: "no-store")
+        try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            let answer = try await get("http://127.0.0.1:\(port)/gallery/image?3")
+            #expect(answer.headers.first(name: "cache-control") == "no-store")
+        }
+    }
+
+    @Test func revisionsAreDeterministicFromTheSeed() async throws {
+        let art = try await ArtStore.load()
+        let one = try Publication(art: art, seed: 7, now: { Date(timeIntervalSince1970: 0) })
+        let two = try Publication(art: art, seed: 7, now: { Date(timeIntervalSince1970: 0) })
+        let (a, b) = (try await one.revise(), try await two.revise())
+        #expect(a.revisedPieces == b.revisedPieces)
+        #expect(a.feedETag == b.feedETag)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import HTTPCaching
+import Testing
+
+@Suite struct HTTPDateTests {
+    @Test func theRFCsExampleRoundTrips() throws {
+        let date = try #require(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT"))
+        #expect(date.timeIntervalSince1970 == 784_111_777)
+        #expect(HTTPDate.format(date) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+
+    @Test(arguments: [0.0, 951_782_400, 1_700_000_000, 4_102_444_799, -86_400])
+    func formatThenParseIsTheSameSecond(_ seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        #expect(HTTPDate.parse(HTTPDate.format(date)) == date)
+    }
+
+    @Test(arguments: [
+        "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "0", "", "Sun, 31 Feb 1994 08:49:37 GMT",
+        "Sun, 29 Feb 1900 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 UTC",
+        "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 0x Nov 1994 08:49:37 GMT",
+    ])
+    func anythingButAnIMFFixdateIsNil(_ text: String) {
+        #expect(HTTPDate.parse(text) == nil)
+    }
+
+    @Test func leapDaysParse() {
+        #expect(HTTPDate.parse("Tue, 29 Feb 2000 00:00:00 GMT")?.timeIntervalSince1970 == 951_782_400)
+    }
+
+    @Test func ifNoneMatchDecidesAloneThenIfModifiedSince() {
+        let modified = Date(timeIntervalSince1970: 784_111_777)
+        let etag = "\"abc\""
+        #expect(ConditionalRequest.notModified(ifNoneMatch: "\"x\", \"abc\"", ifModifiedSince: nil, etag: etag, lastModified: modified))
+        #expect(ConditionalRequest.notModified(ifNoneMatch: "W/\"abc\"", ifModifiedSince: nil, etag: etag, lastModified: modified))
+        #expect(ConditionalRequest.notModified(ifNoneMatch: "*", ifModifiedSince: nil, etag: etag, lastModified: modified))
+        #expect(!ConditionalRequest.notModified(ifNoneMatch: "\"x\"", ifModifiedSince: "Sun, 06 Nov 1994 08:49:37 GMT", etag: etag, lastModified: modified))
+        #expect(ConditionalRequest.notModified(ifNoneMatch: nil, ifModifiedSince: "Sun, 06 Nov 1994 08:49:37 GMT", etag: etag, lastModified: modified))
+        #expect(!ConditionalRequest.notModified(ifNoneMatch: nil, ifModifiedSince: "Sun, 06 Nov 1994 08:49:36 GMT", etag: etag, lastModified: modified))
+        #expect(!ConditionalRequest.notModified(ifNoneMatch: nil, ifModifiedSince: "garbage", etag: etag, lastModified: modified))
+    }
+}
