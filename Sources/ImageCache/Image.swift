@@ -1,5 +1,12 @@
+public import Foundation
+public import HTTPCaching
+
 /// An encoded image as the cache holds it: bytes, their content type and, when known, the
-/// pixel size. A value type; `Sendable`.
+/// pixel size; and, for images from an HTTP origin, what the origin said about caching them.
+/// A value type; `Sendable`.
+///
+/// Two images are equal when their bytes, content type and pixel size are: the cache's
+/// bookkeeping (``cacheHeaders``, ``originalSHA256``) does not make a different image.
 public struct Image: Sendable, Hashable {
     /// Width and height in pixels.
     public struct PixelSize: Sendable, Hashable, CustomStringConvertible {
@@ -24,14 +31,37 @@ public struct Image: Sendable, Hashable {
     /// The pixel size, when a processor or the origin made it known; `nil` for originals
     /// fetched as they are (the cache does not decode images itself).
     public var pixelSize: PixelSize?
+    /// What the origin said about caching the bytes (validators and freshness, RFC 9111); for a
+    /// variant, what it said about the original the variant was made from, so both go stale
+    /// together. `nil` for an image that did not come from HTTP: it stays fresh until evicted.
+    public var cacheHeaders: CacheHeaders?
+    /// Lowercase hex SHA-256 of the original bytes: of ``data`` for an original fetched by the
+    /// pipeline, of the original it was made from for a variant. A variant whose original has
+    /// other bytes now is never answered again.
+    public var originalSHA256: String?
 
     /// Creates an image.
-    public init(data: [UInt8], contentType: String, pixelSize: PixelSize? = nil) {
+    public init(
+        data: [UInt8], contentType: String, pixelSize: PixelSize? = nil, cacheHeaders: CacheHeaders? = nil,
+        originalSHA256: String? = nil
+    ) {
         self.data = data
         self.contentType = contentType
         self.pixelSize = pixelSize
+        self.cacheHeaders = cacheHeaders
+        self.originalSHA256 = originalSHA256
+    }
+
+    public static func == (lhs: Image, rhs: Image) -> Bool {
+        lhs.data == rhs.data && lhs.contentType == rhs.contentType && lhs.pixelSize == rhs.pixelSize
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(data)
+        hasher.combine(contentType)
+        hasher.combine(pixelSize)
     }
 
     /// What the image costs in memory, in bytes.
-    public var cost: Int { data.count + contentType.utf8.count + 64 }
+    public var cost: Int { data.count + contentType.utf8.count + (cacheHeaders == nil ? 64 : 256) }
 }

@@ -20,6 +20,18 @@ extension ImageLoader {
         case corruptEntry(file: String, reason: String)
         /// A disk operation failed (unwritable directory, full disk).
         case diskFailure(path: String, reason: String)
+        /// The request's cache policy forbids loading (``CachePolicy/returnCacheDataDontLoad``,
+        /// offline) and the cache has no entry for it.
+        case notCached(url: String)
+
+        /// Whether the origin could not be reached at all (refused, reset, timed out), as opposed
+        /// to answering with an error: a stale entry may then be answered (RFC 9111 4.2.4).
+        public var isOriginUnreachable: Bool {
+            switch self {
+            case .timeout, .connectionFailed: true
+            default: false
+            }
+        }
 
         /// True when trying again soon may succeed: 5xx, 408, 429, timeouts, broken connections.
         /// Such failures are remembered for ``ImageLoader/Configuration/transientFailureExpiry``,
@@ -27,7 +39,7 @@ extension ImageLoader {
         public var isTransient: Bool {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
-            case .timeout, .connectionFailed, .diskFailure, .corruptEntry: true
+            case .timeout, .connectionFailed, .diskFailure, .corruptEntry, .notCached: true
             case .invalidURL, .bodyTooLarge, .checksumMismatch, .processingFailed: false
             }
         }
@@ -52,6 +64,8 @@ extension ImageLoader {
                 "processing \(processor) failed: \(reason)"
             case let .corruptEntry(file, reason):
                 "cache entry \(file) is corrupt (\(reason)): it was deleted and will be fetched again"
+            case let .notCached(url):
+                "\(url) is not in the cache and loading is off (offline): load it once online first"
             case let .diskFailure(path, reason):
                 "disk cache at \(path) failed (\(reason)): images still load from memory and network; check free space and permissions or pass another cache directory"
             }

@@ -20,6 +20,9 @@ public struct ImageRequest: Sendable {
     public var expectedSHA256: String?
     /// When true, a remembered failure for this key is forgotten and the load is tried again.
     public var retryingFailures: Bool
+    /// How this request uses the cache; HTTP's rules by default. A variant's original is loaded
+    /// under the same policy.
+    public var cachePolicy: CachePolicy
 
     /// Creates a request.
     /// - Parameter expectedSHA256: hex digest, with or without a `sha256:` prefix.
@@ -28,7 +31,8 @@ public struct ImageRequest: Sendable {
         processor: (any ImageProcessing)? = nil,
         expectedSHA256: String? = nil,
         headers: [String: String] = [:],
-        retryingFailures: Bool = false
+        retryingFailures: Bool = false,
+        cachePolicy: CachePolicy = .useProtocolCachePolicy
     ) {
         self.url = url
         self.processor = processor
@@ -38,12 +42,14 @@ public struct ImageRequest: Sendable {
         }
         self.headers = headers
         self.retryingFailures = retryingFailures
+        self.cachePolicy = cachePolicy
     }
 
-    /// Creates a request for the original bytes of a `URLRequest` (URL and headers).
+    /// Creates a request for the original bytes of a `URLRequest`: its URL, headers and cache
+    /// policy.
     public init(_ urlRequest: URLRequest) throws(ImageLoader.Error) {
         guard let url = urlRequest.url else { throw .invalidURL("a URLRequest without a URL") }
-        self.init(url: url, headers: urlRequest.allHTTPHeaderFields ?? [:])
+        self.init(url: url, headers: urlRequest.allHTTPHeaderFields ?? [:], cachePolicy: CachePolicy(urlRequest.cachePolicy))
     }
 
     /// The key this request's result is cached under: the URL, then `#` and the processor's

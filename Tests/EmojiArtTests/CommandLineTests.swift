@@ -52,7 +52,8 @@ import TestSupport
         let cache = TemporaryDirectory()
         try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { port in
             let arguments = ["sync", "--gallery", "http://127.0.0.1:\(port)", "--cache-dir", cache.url.path]
-            #expect(try await run(arguments).status == 0)
+            let first = try await run(arguments)
+            #expect(first.status == 0, "\(first.output)")
             let entries = cache.fileNames.filter { $0.count == 64 }
             #expect(entries.count == 52)
             for name in entries {

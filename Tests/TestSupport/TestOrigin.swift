@@ -5,6 +5,10 @@ import Synchronization
 
 /// A real HTTP origin on 127.0.0.1 for cache tests: serves `/images/NAME` as told, counts every
 /// request per path, and can fail, stall or stream an endless body on demand.
+///
+/// Images go out as a well-behaved origin sends them: with `Cache-Control` (`max-age=3600`
+/// unless the test sets another with ``setCacheControl(_:)``) and a strong ETag of their bytes;
+/// an `If-None-Match` that matches is answered 304, counted by ``notModified(_:)``.
 public final class TestOrigin: Sendable {
     /// How `/images/NAME` answers.
     public enum Behavior: Sendable {
@@ -22,6 +26,8 @@ public final class TestOrigin: Sendable {
 
     private let behaviors = Mutex<[String: Behavior]>([:])
     private let counts = Mutex<[String: Int]>([:])
+    private let notModifiedCounts = Mutex<[String: Int]>([:])
+    private let cacheControl = Mutex<String?>("max-age=3600")
     private let streamed = Mutex(0)
     private let streamEnds: AsyncStream<Int>
     private let streamEnded: AsyncStream<Int>.Continuation
@@ -47,6 +53,23 @@ public final class TestOrigin: Sendable {
         counts.withLock { $0[name] ?? 0 }
     }
 
+    /// Requests for `/images/<name>` answered 304.
+    public func notModified(_ name: String) -> Int {
+        notModifiedCounts.withLock { $0[name] ?? 0 }
+    }
+
+    /// Sets the `Cache-Control` sent with images from now on; `nil` sends none.
+    public func setCacheControl(_ value: String?) {
+        cacheControl.withLock { $0 = value }
+    }
+
+    /// The strong ETag the origin sends for `bytes`: FNV-1a of the bytes, quoted.
+    public static func etag(_ bytes: [UInt8]) -> String {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01B3 }
+        return "\"\(String(hash, radix: 16))-\(bytes.count)\""
+    }
+
     /// Requests received for every path.
     public var totalRequests: Int {
         counts.withLock { $0.values.reduce(0, +) }
@@ -65,12 +88,21 @@ public final class TestOrigin: Sendable {
             case nil:
                 return Response(status: .notFound)
             case let .image(bytes, contentType):
-                return Response(status: .ok, headers: [.contentType: contentType], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+                let etag = Self.etag(bytes)
+                var headers: HTTPFields = [.contentType: contentType, .eTag: etag]
+                if let value = self.cacheControl.withLock({ $0 }) { headers[.cacheControl] = value }
+                if let tags = request.headers[.ifNoneMatch], tags.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == etag }) {
+                    self.notModifiedCounts.withLock { $0[name, default: 0] += 1 }
+                    return Response(status: .notModified, headers: headers)
+                }
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             case let .status(code):
                 return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\(code)}")))
             case let .held(gate, bytes):
                 try await gate.pass()
-                return Response(status: .ok, headers: [.contentType: "image/png"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+                var headers: HTTPFields = [.contentType: "image/png", .eTag: Self.etag(bytes)]
+                if let value = self.cacheControl.withLock({ $0 }) { headers[.cacheControl] = value }
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             case let .stream(chunk, chunks):
                 let buffer = ByteBuffer(repeating: 0x42, count: chunk)
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: ResponseBody { writer in

@@ -1,4 +1,6 @@
 import CXXHash
+import Foundation
+import HTTPCaching
 
 /// The on-disk format of one cache entry, version 2. Integers are little-endian.
 ///
@@ -22,9 +24,9 @@ import CXXHash
 /// damage (torn writes, bit rot), as LevelDB's and RocksDB's CRC32C do; authenticity is the
 /// feed's SHA-256, checked once when bytes arrive from the origin.
 ///
-/// Metadata records leave room for what later versions store with an entry (HTTP validators,
-/// freshness, the original a variant was made from) without a new format version: a reader
-/// skips tags it does not know. Every length read from a file is checked against the bytes
+/// Metadata records hold what is stored with an entry besides its bytes (content type, pixel
+/// size, HTTP validators and freshness, the original a variant was made from); a reader skips
+/// tags it does not know, so a later version can add records without a new format version. Every length read from a file is checked against the bytes
 /// actually there, by subtraction from what remains, so no value in a file can overflow an
 /// offset or reach outside the buffer.
 enum DiskEntry {
@@ -41,6 +43,11 @@ enum DiskEntry {
         case contentType = 1
         /// Width and height in pixels, two little-endian `Int32`s, each >= 0.
         case pixelSize = 2
+        /// What the origin said about caching the bytes (`Image.cacheHeaders`), in the layout
+        /// of `DiskEntry.encodeCacheHeaders(_:)`.
+        case cacheHeaders = 3
+        /// The SHA-256 of the original bytes (`Image.originalSHA256`), 32 raw bytes.
+        case originalSHA256 = 4
     }
 
     /// Why an entry was not accepted. Every case but ``outdatedVersion`` means damage.
@@ -90,6 +97,12 @@ enum DiskEntry {
             append(UInt32(bitPattern: Int32(clamping: max(0, size.height))), to: &value)
             appendRecord(.pixelSize, value, to: &metadata)
         }
+        if let headers = image.cacheHeaders {
+            appendRecord(.cacheHeaders, encodeCacheHeaders(headers), to: &metadata)
+        }
+        if let hex = image.originalSHA256, let digest = SHA256Hex.bytes(hex) {
+            appendRecord(.originalSHA256, digest, to: &metadata)
+        }
         var out: [UInt8] = []
         out.reserveCapacity(headerSize + keyBytes.count + metadata.count + image.data.count + checksumSize)
         out += magic
@@ -105,13 +118,13 @@ enum DiskEntry {
         return out
     }
 
-    private static func appendRecord(_ tag: Tag, _ value: [UInt8], to out: inout [UInt8]) {
+    static func appendRecord(_ tag: Tag, _ value: [UInt8], to out: inout [UInt8]) {
         append(tag.rawValue, to: &out)
         append(UInt32(value.count), to: &out)
         out += value
     }
 
-    private static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
+    static func append<T: FixedWidthInteger>(_ value: T, to out: inout [UInt8]) {
         withUnsafeBytes(of: value.littleEndian) { out += $0 }
     }
 
@@ -153,22 +166,23 @@ enum DiskEntry {
         let keyEnd = headerSize + Int(keyLength)
         guard bytes[headerSize..<keyEnd].elementsEqual(key.utf8) else { return .failure(.otherKey) }
         let metadataEnd = keyEnd + Int(metadataLength)
-        let fields: (contentType: String, pixelSize: Image.PixelSize?)
+        var image: Image
         switch parseMetadata(bytes, from: keyEnd, to: metadataEnd) {
-        case let .success(parsed): fields = parsed
+        case let .success(parsed): image = parsed
         case let .failure(problem): return .failure(problem)
         }
-        let payload = Array(bytes[metadataEnd..<body])
-        return .success(Image(data: payload, contentType: fields.contentType, pixelSize: fields.pixelSize))
+        image.data = Array(bytes[metadataEnd..<body])
+        return .success(image)
     }
 
-    /// Walks the metadata records in `bytes[start..<end]`; unknown tags are skipped.
-    private static func parseMetadata(
-        _ bytes: [UInt8], from start: Int, to end: Int
-    ) -> Result<(contentType: String, pixelSize: Image.PixelSize?), Problem> {
+    /// Walks the metadata records in `bytes[start..<end]`; unknown tags are skipped. Returns an
+    /// image with everything but its data.
+    private static func parseMetadata(_ bytes: [UInt8], from start: Int, to end: Int) -> Result<Image, Problem> {
         var offset = start
         var contentType: String?
         var pixelSize: Image.PixelSize?
+        var cacheHeaders: CacheHeaders?
+        var originalSHA256: String?
         while offset < end {
             guard end - offset >= 6 else { return .failure(.badMetadata("a record header is cut off")) }
             let tag = read(UInt16.self, bytes, at: offset)
@@ -192,13 +206,25 @@ enum DiskEntry {
                 let height = Int32(bitPattern: read(UInt32.self, bytes, at: valueStart + 4))
                 guard width >= 0, height >= 0 else { return .failure(.badMetadata("a negative pixel size")) }
                 pixelSize = Image.PixelSize(width: Int(width), height: Int(height))
+            case .cacheHeaders:
+                guard cacheHeaders == nil else { return .failure(.badMetadata("two cache header records")) }
+                switch decodeCacheHeaders(bytes, from: valueStart, to: valueEnd) {
+                case let .success(headers): cacheHeaders = headers
+                case let .failure(problem): return .failure(problem)
+                }
+            case .originalSHA256:
+                guard originalSHA256 == nil else { return .failure(.badMetadata("two original digests")) }
+                guard valueLength == 32 else { return .failure(.badMetadata("an original digest of \(valueLength) bytes")) }
+                originalSHA256 = SHA256Hex.hex(bytes[valueStart..<valueEnd])
             case nil:
                 break  // written by a later version: not ours to interpret
             }
             offset = valueEnd
         }
         guard let contentType else { return .failure(.badMetadata("no content type")) }
-        return .success((contentType, pixelSize))
+        return .success(Image(
+            data: [], contentType: contentType, pixelSize: pixelSize, cacheHeaders: cacheHeaders, originalSHA256: originalSHA256
+        ))
     }
 
     /// XXH3-64 of `bytes[0..<count]`.
@@ -207,7 +233,7 @@ enum DiskEntry {
     }
 
     /// A little-endian integer at `offset`; the caller has checked that it lies inside `bytes`.
-    private static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
+    static func read<T: FixedWidthInteger>(_: T.Type, _ bytes: [UInt8], at offset: Int) -> T {
         bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
     }
 }

@@ -24,6 +24,12 @@ public final class MemoryCache: Sendable {
         return image
     }
 
+    /// The image for `key`, marked most recently used but not counted: the pipeline counts the
+    /// hit once it decides the entry is fresh enough to answer.
+    func touch(_ key: String) -> Image? {
+        storage.withLock { $0.value(forKey: key) }
+    }
+
     /// The image for `key` without counting a hit or changing the order.
     public func peek(_ key: String) -> Image? {
         storage.withLock { $0.peek(key) }

@@ -6,8 +6,14 @@ extension ImageDatabase {
         public var memoryHits: Int
         /// Lookups answered from disk.
         public var diskHits: Int
-        /// Requests sent to the origin.
+        /// Requests sent to the origin, conditional ones included.
         public var originFetches: Int
+        /// Conditional requests the origin answered 304: the entry was current, no body came.
+        public var revalidations: Int
+        /// Conditional requests the origin answered with new bytes.
+        public var refreshed: Int
+        /// Stale entries answered: inside `stale-while-revalidate`, or because the origin failed.
+        public var staleAnswers: Int
         /// Callers that joined a download already in flight.
         public var coalesced: Int
         /// Loads that failed (each failure is remembered until its expiry).
@@ -37,6 +43,9 @@ extension ImageDatabase {
             memoryHits: pipeline.memory.hits.value,
             diskHits: counters.diskHits.value,
             originFetches: counters.originFetches.value,
+            revalidations: counters.revalidations.value,
+            refreshed: counters.refreshed.value,
+            staleAnswers: counters.staleAnswers.value,
             coalesced: counters.coalesced.value,
             failures: counters.failures.value,
             corruptEntries: counters.corruptEntries.value,
@@ -55,6 +64,12 @@ extension ImageDatabase {
 
     /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
     public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
+
+    /// The number of conditional requests answered 304 so far, then each new count.
+    public nonisolated var onRevalidation: AsyncStream<Int> { pipeline.counters.revalidations.stream() }
+
+    /// The number of stale answers so far, then each new count.
+    public nonisolated var onStaleAnswer: AsyncStream<Int> { pipeline.counters.staleAnswers.stream() }
 
     /// The number of requests sent to the origin so far, then each new count.
     public nonisolated var onOriginFetch: AsyncStream<Int> { pipeline.counters.originFetches.stream() }

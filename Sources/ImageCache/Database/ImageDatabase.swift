@@ -12,6 +12,14 @@ import Synchronization
 /// by the calling task, and N concurrent requests for a key cause one disk read or one origin
 /// fetch. Disk I/O, hashing and processing never run on an actor's executor.
 ///
+/// HTTP freshness (RFC 9111, with RFC 5861's extensions): an original keeps the origin's
+/// validators and freshness on disk with its bytes. A fresh entry is answered without a request;
+/// a stale one is revalidated with `If-None-Match` / `If-Modified-Since` (a 304 refreshes it
+/// without downloading it, a 200 replaces it), answered at once while one refresh runs in the
+/// background inside `stale-while-revalidate`, and answered rather than an error when the origin
+/// is unreachable or fails inside `stale-if-error`. `no-store` answers are never stored. Each
+/// request may choose another ``CachePolicy``.
+///
 /// A disk that cannot be used (unwritable directory, full disk) is logged and counted, and
 /// images keep loading from memory and network.
 @globalActor
@@ -69,10 +77,13 @@ public actor ImageDatabase {
     /// - Parameters:
     ///   - fetcher: where originals come from; HTTP by default.
     ///   - clock: the clock failure expiries run on; tests pass a `TestClock`.
+    ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts,
+    ///     so it is the date, not a duration clock; tests pass one they move.
     public init(
         configuration: Configuration = .init(),
         fetcher: any ImageFetching = HTTPImageFetcher(),
         clock: some Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date() },
         logger: Logger = Logger(label: "ImageCache.ImageDatabase")
     ) {
         self.configuration = configuration
@@ -81,7 +92,8 @@ public actor ImageDatabase {
             synchronizesWrites: configuration.synchronizesWrites, logger: logger
         )
         pipeline = ImagePipeline(
-            configuration: configuration.loader, disk: storage, fetcher: fetcher, clock: AnyClock(clock), logger: logger
+            configuration: configuration.loader, disk: storage, fetcher: fetcher, clock: AnyClock(clock), now: now,
+            logger: logger
         )
         imageLoader = ImageLoader(pipeline: pipeline)
     }
@@ -121,6 +133,15 @@ public actor ImageDatabase {
         if let disk = await pipeline.usableDisk() {
             pipeline.write(image, forKey: key, to: disk)
         }
+    }
+
+    /// The entry for `key` from memory or disk, however stale, with its ``Image/cacheHeaders``;
+    /// never the network. For callers that do their own HTTP exchange with the entry's
+    /// validators and ``store(image:forKey:)`` the result (the app's signed feed).
+    public nonisolated func cachedImage(forKey key: String) async -> Image? {
+        if let image = pipeline.memory.peek(key) { return image }
+        guard let disk = await pipeline.usableDisk() else { return nil }
+        return try? disk.read(forKey: key)
     }
 
     // MARK: - Clearing

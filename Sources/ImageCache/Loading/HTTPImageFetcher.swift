@@ -1,11 +1,14 @@
 public import AsyncHTTPClient
 import Foundation
+public import HTTPCaching
 import NIOCore
 import NIOHTTP1
 
 /// Fetches images over HTTP with AsyncHTTPClient.
 ///
-/// Only a 2xx answer is an image. The whole exchange has a deadline; the body is capped while it
+/// Only a 2xx answer is an image; a `304 Not Modified` to a conditional request says the stored
+/// one is current. Every answer's caching fields (`Cache-Control`, `ETag`, `Last-Modified`,
+/// `Date`, `Age`, `Expires`) come back in the image's ``Image/cacheHeaders``. The whole exchange has a deadline; the body is capped while it
 /// streams in (a declared `Content-Length` over the cap is refused before reading, an undeclared
 /// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
 ///
@@ -46,20 +49,36 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Fetches `request.url`, waiting for a free slot first (see ``maxConcurrentRequests``).
     /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`.
     public func fetch(_ request: ImageRequest) async throws -> Image {
-        try await limiter.run { try await send(request) }
+        switch try await fetch(request, revalidating: nil) {
+        case let .fetched(image): return image
+        case .notModified: throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
+        }
     }
 
-    private func send(_ request: ImageRequest) async throws -> Image {
+    /// Fetches `request.url`, conditionally on `stored`'s validators when given.
+    public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
+        try await limiter.run { try await send(request, revalidating: stored) }
+    }
+
+    private func send(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
         let url = request.url.absoluteString
         guard let scheme = request.url.scheme, scheme == "http" || scheme == "https" else {
             throw ImageLoader.Error.invalidURL(url)
         }
         var httpRequest = HTTPClientRequest(url: url)
         for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
+        if let stored {
+            for (name, value) in stored.conditionalFields { httpRequest.headers.replaceOrAdd(name: name, value: value) }
+        }
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
         do {
+            let requestTime = Date()
             let response = try await client.execute(httpRequest, deadline: deadline)
+            let fields = response.headers.map { ($0.name, $0.value) }
+            if response.status == .notModified, let stored {
+                return .notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date()))
+            }
             guard (200..<300).contains(response.status.code) else {
                 throw ImageLoader.Error.httpStatus(Int(response.status.code), url: url)
             }
@@ -68,7 +87,8 @@ public struct HTTPImageFetcher: ImageFetching {
             }
             let body = try await response.body.collect(upTo: maxBodySize)
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
-            return Image(data: Array(buffer: body), contentType: contentType)
+            let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
+            return .fetched(Image(data: Array(buffer: body), contentType: contentType, cacheHeaders: headers))
         } catch let error as ImageLoader.Error {
             throw error
         } catch is CancellationError {

@@ -1,3 +1,5 @@
+public import HTTPCaching
+
 /// Fetches the original bytes of an image from its origin.
 ///
 /// The default is ``HTTPImageFetcher``; tests inject doubles for faults that are hard to
@@ -8,4 +10,24 @@ public protocol ImageFetching: Sendable {
     /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`
     ///   when cancelled.
     func fetch(_ request: ImageRequest) async throws -> Image
+
+    /// Fetches `request.url`, conditionally on `stored` when given (its validators as
+    /// `If-None-Match` / `If-Modified-Since`). The default ignores `stored` and calls
+    /// ``fetch(_:)``, so a fetcher that does not speak HTTP always answers with bytes.
+    func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse
+}
+
+/// The origin's answer to a fetch.
+public enum OriginResponse: Sendable {
+    /// New bytes (a 2xx), with what the origin said about caching them.
+    case fetched(Image)
+    /// `304 Not Modified`: the stored bytes are current; these are the stored headers updated
+    /// with the 304's (RFC 9111 4.3.4).
+    case notModified(CacheHeaders)
+}
+
+extension ImageFetching {
+    public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
+        .fetched(try await fetch(request))
+    }
 }

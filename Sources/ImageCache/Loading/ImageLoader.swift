@@ -17,6 +17,8 @@ public import FoundationNetworking
 ///   suspension point, so no caller can slip in between).
 /// - Completed images live in a memory cache bounded by total bytes and count, least recently
 ///   used out first; an image bigger than a tenth of the byte limit is returned but not kept.
+/// - Images from HTTP are answered by RFC 9111's rules and the request's ``CachePolicy``: fresh
+///   ones at once, stale ones after a conditional request (see ``ImageDatabase``).
 /// - Failures are remembered with their reason until an expiry (short for transient errors,
 ///   longer for permanent ones); ``clear()`` or a request with `retryingFailures` forgets them.
 /// - A waiter that cancels gets `CancellationError` at once and the others are unaffected; when
@@ -80,13 +82,15 @@ public actor ImageLoader {
     /// - Parameters:
     ///   - fetcher: where originals come from; HTTP by default.
     ///   - clock: the clock failure expiries are measured on; tests pass a `TestClock`.
+    ///   - now: the wall clock HTTP freshness is judged by; tests pass one they move.
     public init(
         configuration: Configuration = .init(),
         fetcher: any ImageFetching = HTTPImageFetcher(),
-        clock: some Clock<Duration> = ContinuousClock()
+        clock: some Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         pipeline = ImagePipeline(
-            configuration: configuration, disk: nil, fetcher: fetcher, clock: AnyClock(clock),
+            configuration: configuration, disk: nil, fetcher: fetcher, clock: AnyClock(clock), now: now,
             logger: Logger(label: "ImageCache.ImageLoader")
         )
     }

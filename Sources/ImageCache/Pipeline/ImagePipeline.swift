@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import HTTPCaching
 import Logging
 import Synchronization
 
@@ -15,13 +16,22 @@ import Synchronization
 ///   2. flight          one per cache key (FlightStateMachine): the first caller leads it, later
 ///                      callers join it and wait; a remembered failure answers at once
 ///   lead(_:flight:)    the leader, in its own task:
-///   3. disk            read and checked (length, key, XXH3); a hit finishes the flight inline
-///   run(_:flight:)     on a miss, work in a task that outlives the leader, shared by all waiters:
-///   4. origin          the fetcher; the feed's SHA-256 checked once, on arrival
+///   3. disk            read and checked (length, key, XXH3); a usable hit finishes the flight
+///   run(_:flight:)     on a miss or a stale entry, work in a task that outlives the leader,
+///                      shared by all waiters:
+///   4. origin          the fetcher, conditional on the stale entry's validators (a 304 keeps
+///                      its bytes); the feed's SHA-256 checked once, on arrival
 ///   5. process         a variant is made from its original, which is itself a request through
 ///                      1-6: fetched once, and read from disk once, however many variants ask
 ///   6. store           disk (temp file + rename), then memory as the flight completes
 /// ```
+///
+/// Freshness (`lookup(_:for:)`): an entry found in memory or on disk is answered, answered with
+/// a refresh in the background (`stale-while-revalidate`), revalidated, or ignored, by the
+/// request's ``CachePolicy`` and RFC 9111 against the injected wall clock ``now``. A stale entry
+/// is answered when the origin cannot be reached or fails inside `stale-if-error`. A variant
+/// carries its original's headers and SHA-256: it goes stale with it, and one made from other
+/// bytes than the original has now is never answered.
 ///
 /// Coalescing happens at each stage that costs something, because each is inside a flight: the
 /// original's disk read and download (the original's key), each variant's disk read and
@@ -38,8 +48,14 @@ final class ImagePipeline: Sendable {
 
     let configuration: ImageLoader.Configuration
     let fetcher: any ImageFetching
+    /// Measures failure expiries.
     let clock: AnyClock<Duration>
+    /// Tells the date: freshness is wall-clock time, kept across restarts.
+    let now: @Sendable () -> Date
     let logger: Logger
+    /// The SHA-256 of each original this process has fetched, revalidated or read, by its key:
+    /// a variant made from other bytes is outdated.
+    let originals = Mutex(LRUCache<String, String>(countLimit: 10_000))
     /// Stage 1.
     let memory: MemoryCache
     /// Stage 2.
@@ -61,16 +77,23 @@ final class ImagePipeline: Sendable {
         let failures = LiveCounter()
         let corruptEntries = LiveCounter()
         let diskFailures = LiveCounter()
+        /// Conditional requests answered 304.
+        let revalidations = LiveCounter()
+        /// Conditional requests answered with new bytes.
+        let refreshed = LiveCounter()
+        /// Stale entries answered (stale-while-revalidate, or the origin failing).
+        let staleAnswers = LiveCounter()
     }
 
     init(
         configuration: ImageLoader.Configuration, disk: DiskStorage?, fetcher: any ImageFetching,
-        clock: AnyClock<Duration>, logger: Logger
+        clock: AnyClock<Duration>, now: @escaping @Sendable () -> Date, logger: Logger
     ) {
         self.configuration = configuration
         self.disk = disk
         self.fetcher = fetcher
         self.clock = clock
+        self.now = now
         self.logger = logger
         memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
     }
@@ -81,21 +104,37 @@ final class ImagePipeline: Sendable {
     func image(for request: ImageRequest) async throws -> Image {
         let key = request.cacheKey
         // 1. Memory.
-        if let image = memory.image(forKey: key) { return image }
+        var stale: Image?
+        if request.cachePolicy != .reloadIgnoringCacheData, let entry = memory.touch(key) {
+            switch lookup(entry, for: request) {
+            case .answer:
+                memory.hits.increment()
+                return entry
+            case .answerAndRefresh:
+                memory.hits.increment()
+                answeredStale(entry, for: request, refreshing: true)
+                return entry
+            case .revalidate:
+                stale = entry
+            case .miss:
+                break
+            }
+        }
+        let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
         while true {
             // 2. The flight of this key. No suspension point between the memory miss and here:
             //    the flight is registered before any other caller can run.
-            let step = flights.withLock { $0.begin(key, now: clock.now, retrying: retrying) }
+            let step = flights.withLock { $0.begin(flightKey, now: clock.now, retrying: retrying) }
             retrying = false  // a failure recorded from now on is this request's own answer
             let result: Image?
             switch step {
             case let .fail(error):
                 throw error
             case let .join(id):
-                result = try await wait(key, flight: id, joining: true)
+                result = try await wait(flightKey, flight: id, joining: true)
             case let .lead(id):
-                result = try await lead(request, flight: id)
+                result = try await lead(request, flight: id, stale: stale)
             }
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
@@ -104,63 +143,154 @@ final class ImagePipeline: Sendable {
         }
     }
 
+    /// Requests share a flight when they may share an answer: a reload, or a revalidation of
+    /// what may be fresh, never joins a plain lookup that a disk hit can answer.
+    static func flightKey(_ request: ImageRequest) -> String {
+        switch request.cachePolicy {
+        case .reloadIgnoringCacheData: request.cacheKey + "\u{0}reload"
+        case .reloadRevalidatingCacheData: request.cacheKey + "\u{0}revalidate"
+        default: request.cacheKey
+        }
+    }
+
     /// The leader's part: the disk in its own task, then, on a miss, hand the rest to work that
     /// every waiter shares. Returns `nil` when the flight ended before the leader could wait.
-    private func lead(_ request: ImageRequest, flight id: Flights.FlightID) async throws -> Image? {
+    private func lead(_ request: ImageRequest, flight id: Flights.FlightID, stale: Image?) async throws -> Image? {
         let key = request.cacheKey
+        var stale = stale
         // 3. Disk: read and checked right here; a hit needs no task and no hop.
-        if let disk = await usableDisk(), let image = read(key, from: disk) {
-            complete(key, flight: id, with: .success(image))
-            return image
+        if stale == nil, request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk(),
+           let entry = read(key, from: disk) {
+            if request.processor == nil, let digest = entry.originalSHA256 {
+                _ = originals.withLock { $0.insert(digest, forKey: key, cost: 1) }
+            }
+            let decision = lookup(entry, for: request)
+            switch decision {
+            case .answer, .answerAndRefresh:
+                counters.diskHits.increment()
+                if decision == .answerAndRefresh { answeredStale(entry, for: request, refreshing: true) }
+                complete(request, flight: id, with: .success(entry))
+                return entry
+            case .revalidate:
+                stale = entry
+            case .miss:
+                break
+            }
+        }
+        // Offline, an original that is not cached cannot be had; a variant still can, from a
+        // cached original.
+        guard request.cachePolicy.allowsLoading || request.processor != nil else {
+            let error = ImageLoader.Error.notCached(url: request.url.absoluteString)
+            complete(request, flight: id, with: .failure(error))
+            throw error
         }
         // 4-6. Origin or processing, then store, in work that outlives the leader.
+        let revalidating = stale
         let started = flights.withLock { flights in
-            flights.handOff(key, flight: id, leaderCancelled: Task.isCancelled) {
-                Task { try await self.run(request, flight: id) }
+            flights.handOff(Self.flightKey(request), flight: id, leaderCancelled: Task.isCancelled) {
+                Task { try await self.run(request, flight: id, stale: revalidating) }
             }
         }
         guard started else { throw CancellationError() }
-        return try await wait(key, flight: id, joining: false)
+        return try await wait(Self.flightKey(request), flight: id, joining: false)
     }
 
     /// The flight's work: the origin or the processor, then the disk. Completes the flight.
-    private func run(_ request: ImageRequest, flight id: Flights.FlightID) async throws -> Image {
-        let result: Result<Image, any Swift.Error>
+    /// - Parameter stale: the entry being revalidated, if any: answered on a 304, or when the
+    ///   origin fails and its headers allow a stale answer.
+    private func run(_ request: ImageRequest, flight id: Flights.FlightID, stale: Image?) async throws -> Image {
+        var result: Result<Image, any Swift.Error>
         do {
-            let image: Image
-            if let processor = request.processor {
+            let image = if let processor = request.processor {
                 // 5. A variant, from its original (stages 1-6 for the original's own key).
-                let original = try await self.image(for: request.original)
-                image = try await Self.process(original, with: processor)
+                try await variant(request, processor: processor, stale: stale)
             } else {
                 // 4. The origin; bytes that do not match the feed are never cached.
-                counters.originFetches.increment()
-                image = try Self.verified(await fetcher.fetch(request), request: request)
+                try await origin(request, stale: stale)
             }
-            // 6. Store on disk; memory is filled when the flight completes.
-            if let disk = readyDisk.withLock({ $0 }) { write(image, forKey: request.cacheKey, to: disk) }
+            if image.cacheHeaders?.cacheControl.noStore == true {
+                // 6. Never stored: and an older entry of the key goes too.
+                readyDisk.withLock { $0 }?.remove(forKey: request.cacheKey)
+            } else if let disk = readyDisk.withLock({ $0 }) {
+                // 6. Store on disk; memory is filled when the flight completes.
+                write(image, forKey: request.cacheKey, to: disk)
+            }
             result = .success(image)
+        } catch let error as ImageLoader.Error where stale.map({ allowsStaleAnswer($0, after: error) }) == true {
+            logger.notice("answering a stale copy of \(request.cacheKey): \(error)")
+            answeredStale(stale!, for: request, refreshing: false)
+            result = .success(stale!)
         } catch {
             result = .failure(error)
         }
-        complete(request.cacheKey, flight: id, with: result)
+        complete(request, flight: id, with: result)
         return try result.get()
     }
 
-    /// Ends the flight: keeps a success in memory, remembers a failure until its expiry, and
-    /// resumes every waiter.
-    private func complete(_ key: String, flight id: Flights.FlightID, with result: Result<Image, any Swift.Error>) {
+    /// Stage 4: fetches an original, conditionally when a stale entry has validators.
+    private func origin(_ request: ImageRequest, stale: Image?) async throws -> Image {
+        counters.originFetches.increment()
+        let validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
+        let requestTime = now()
+        let response = try await fetcher.fetch(request, revalidating: validators)
+        let responseTime = now()
+        var image: Image
+        switch response {
+        case var .notModified(headers):
+            guard let stale, validators != nil else {
+                throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
+            }
+            counters.revalidations.increment()
+            (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
+            image = stale
+            image.cacheHeaders = headers
+            // The bytes are the ones checked when they arrived; the feed may list others now.
+            if let expected = request.expectedSHA256, let digest = image.originalSHA256, digest != expected {
+                throw ImageLoader.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
+            }
+        case let .fetched(fetched):
+            if stale != nil { counters.refreshed.increment() }
+            image = try Self.verified(fetched, request: request)
+            if image.cacheHeaders != nil { (image.cacheHeaders!.requestTime, image.cacheHeaders!.responseTime) = (requestTime, responseTime) }
+        }
+        if let digest = image.originalSHA256 {
+            _ = originals.withLock { $0.insert(digest, forKey: request.cacheKey, cost: 1) }
+        }
+        return image
+    }
+
+    /// Stage 5: a variant made from its original, or the stale variant kept when the original
+    /// still has the bytes it was made from. Either way it takes the original's headers.
+    private func variant(_ request: ImageRequest, processor: any ImageProcessing, stale: Image?) async throws -> Image {
+        let original = try await image(for: request.original)
+        var image: Image
+        if let stale, let source = stale.originalSHA256, source == original.originalSHA256 {
+            image = stale
+        } else {
+            image = try await Self.process(original, with: processor)
+        }
+        image.cacheHeaders = original.cacheHeaders
+        image.originalSHA256 = original.originalSHA256
+        return image
+    }
+
+    /// Ends the flight: keeps a success in memory (unless `no-store`), remembers a failure until
+    /// its expiry, and resumes every waiter.
+    private func complete(_ request: ImageRequest, flight id: Flights.FlightID, with result: Result<Image, any Swift.Error>) {
         var remembered: (ImageLoader.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
-            memory.insert(image, forKey: key)
+            if image.cacheHeaders?.cacheControl.noStore != true { memory.insert(image, forKey: request.cacheKey) }
+        case .failure(ImageLoader.Error.notCached):
+            break  // an answer of this request's policy, not of the origin: not remembered
         case let .failure(error as ImageLoader.Error):
             let expiry = error.isTransient ? configuration.transientFailureExpiry : configuration.permanentFailureExpiry
             remembered = (error, clock.now.advanced(by: expiry))
         case .failure:
             break  // cancellation, or an error of a custom fetcher: not remembered
         }
-        guard let waiters = flights.withLock({ $0.finish(key, flight: id, remembering: remembered) }) else { return }
+        let flightKey = Self.flightKey(request)
+        guard let waiters = flights.withLock({ $0.finish(flightKey, flight: id, remembering: remembered) }) else { return }
         if remembered != nil { counters.failures.increment() }
         let answer = result.map { Optional($0) }
         for waiter in waiters { waiter.resume(with: answer) }
@@ -197,15 +327,85 @@ final class ImagePipeline: Sendable {
         }
     }
 
+    // MARK: - Freshness
+
+    /// What to do with an entry found in memory or on disk.
+    enum Lookup: Equatable {
+        /// Answer it.
+        case answer
+        /// Answer it, stale, and refresh it in the background.
+        case answerAndRefresh
+        /// Revalidate it with the origin first.
+        case revalidate
+        /// Do not use it: a variant made from other bytes than its original has now.
+        case miss
+    }
+
+    /// Decides by the request's policy, the entry's headers and the wall clock.
+    func lookup(_ entry: Image, for request: ImageRequest) -> Lookup {
+        if let source = entry.originalSHA256 {
+            if request.processor != nil {
+                if let expected = request.expectedSHA256, expected != source { return .miss }
+                let key = request.original.cacheKey
+                if let known = originals.withLock({ $0.peek(key) }), known != source { return .miss }
+            } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
+                // The feed lists other bytes now: ask the origin (a 304 then is a mismatch).
+                return .revalidate
+            }
+        }
+        switch request.cachePolicy {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            return .answer
+        case .reloadIgnoringCacheData:
+            return .miss
+        case .reloadRevalidatingCacheData:
+            guard let headers = entry.cacheHeaders, headers.cacheControl.immutable else { return .revalidate }
+            return headers.freshness(at: now()).state == .fresh ? .answer : .revalidate
+        case .useProtocolCachePolicy:
+            guard let headers = entry.cacheHeaders else { return .answer }  // not from HTTP
+            switch headers.freshness(at: now()).state {
+            case .fresh: return .answer
+            case .staleWhileRevalidate: return .answerAndRefresh
+            case .stale, .mustRevalidate: return .revalidate
+            }
+        }
+    }
+
+    /// Whether `stale` may answer because revalidating it failed with `error`: only for
+    /// failures of the origin (5xx, unreachable), as its headers allow.
+    func allowsStaleAnswer(_ stale: Image, after error: ImageLoader.Error) -> Bool {
+        switch error {
+        case let .httpStatus(status, _) where status >= 500: break
+        case .timeout, .connectionFailed: break
+        default: return false
+        }
+        guard let headers = stale.cacheHeaders else { return true }
+        return headers.freshness(at: now()).allowsStaleAnswer(originUnreachable: error.isOriginUnreachable)
+    }
+
+    /// Counts a stale answer and, inside `stale-while-revalidate`, starts one refresh.
+    private func answeredStale(_ entry: Image, for request: ImageRequest, refreshing: Bool) {
+        counters.staleAnswers.increment()
+        guard refreshing, request.cachePolicy.allowsLoading else { return }
+        var refresh = request
+        refresh.cachePolicy = .reloadRevalidatingCacheData
+        refresh.retryingFailures = false
+        // Every refresh of a key shares one flight (see flightKey), so answers that overlap
+        // cause one revalidation.
+        Task { _ = try? await self.image(for: refresh) }
+    }
+
     // MARK: - Verify and process
 
-    /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum).
+    /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
+    /// records their digest as ``Image/originalSHA256``.
     static func verified(_ image: Image, request: ImageRequest) throws(ImageLoader.Error) -> Image {
-        guard let expected = request.expectedSHA256 else { return image }
         let actual = SHA256Hex.digest(image.data)
-        guard actual == expected else {
+        if let expected = request.expectedSHA256, actual != expected {
             throw .checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
         }
+        var image = image
+        image.originalSHA256 = actual
         return image
     }
 
@@ -262,12 +462,11 @@ final class ImagePipeline: Sendable {
     /// Whether the disk tier is set up and usable.
     var isDiskAvailable: Bool { readyDisk.withLock { $0 != nil } }
 
-    /// Reads `key`'s entry: a damaged one is deleted, counted and answered as a miss.
+    /// Reads `key`'s entry: a damaged one is deleted, counted and answered as a miss. The caller
+    /// counts the hit once it answers with it.
     private func read(_ key: String, from disk: DiskStorage) -> Image? {
         do {
-            guard let image = try disk.read(forKey: key) else { return nil }
-            counters.diskHits.increment()
-            return image
+            return try disk.read(forKey: key)
         } catch {
             if case .corruptEntry = error { counters.corruptEntries.increment() } else { counters.diskFailures.increment() }
             logger.warning("\(error)")
