@@ -187,7 +187,7 @@ let package = Package(
         .testTarget(
             name: "ImageCacheTests",
             dependencies: [
-                "ImageCache", "CXXHash", "TestSupport", "imagecache-crash-writer",
+                "ImageCache", "CXXHash", "HTTPCaching", "TestSupport", "imagecache-crash-writer",
                 .product(name: "Clocks", package: "swift-clocks"),
             ],
             swiftSettings: swiftSettings

@@ -1,4 +1,6 @@
 import CXXHash
+import Foundation
+import HTTPCaching
 @testable import ImageCache
 import Testing
 
@@ -14,7 +16,21 @@ import Testing
         ("http://example.test/" + String(repeating: "long/", count: 200), Image(data: [0xFF], contentType: "image/webp")),
         ("x", Image(data: (0..<4_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }, contentType: "image/jpeg", pixelSize: .init(width: 0, height: 0))),
         ("30k", Image(data: (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }, contentType: "image/png", pixelSize: .init(width: 360, height: 650))),
+        ("http", Image(
+            data: [1, 2, 3, 4], contentType: "image/png", cacheHeaders: headers,
+            originalSHA256: SHA256Hex.digest([1, 2, 3, 4])
+        )),
     ]
+
+    /// Headers with every field set.
+    static let headers = CacheHeaders(
+        fields: [
+            ("ETag", "W/\"v1\""), ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"), ("Date", "Mon, 07 Nov 1994 08:49:37 GMT"),
+            ("Age", "12"), ("Expires", "Tue, 08 Nov 1994 08:49:37 GMT"),
+            ("Cache-Control", "public, private, max-age=60, s-maxage=120, no-cache, no-store, must-revalidate, immutable, stale-while-revalidate=5, stale-if-error=600"),
+        ],
+        requestTime: Date(timeIntervalSince1970: 784_200_000.25), responseTime: Date(timeIntervalSince1970: 784_200_001.5)
+    )
 
     enum Verdict { case original, rejected }
 
@@ -29,6 +45,9 @@ import Testing
     @Test func everyShapeRoundTrips() {
         for (key, image) in Self.originals {
             #expect(DiskEntry.decode(DiskEntry.encode(image, key: key), key: key) == .success(image))
+            let decoded = try? DiskEntry.decode(DiskEntry.encode(image, key: key), key: key).get()
+            #expect(decoded?.cacheHeaders == image.cacheHeaders)
+            #expect(decoded?.originalSHA256 == image.originalSHA256)
             #expect(DiskEntry.decode(DiskEntry.encode(image, key: key), key: key + "!") == .failure(.otherKey))
         }
     }
@@ -144,6 +163,34 @@ import Testing
         #expect(DiskEntry.decode(entry([(1, png), (2, [1, 2, 3])]), key: "k") == .failure(.badMetadata("a pixel size of 3 bytes")))
         #expect(DiskEntry.decode(entry([(1, png), (2, [0, 0, 0, 0x80, 1, 0, 0, 0])]), key: "k") == .failure(.badMetadata("a negative pixel size")))
         #expect(DiskEntry.decode(entry([(1, [0xC3, 0x28])]), key: "k") == .failure(.badMetadata("the content type is not short UTF-8")))
+    }
+
+    /// The cache header record: its layout is checked field by field; a record of another layout
+    /// version is not damage but no headers (the entry is then stale and fetched again).
+    @Test func cacheHeaderRecordsAreChecked() {
+        let good = DiskEntry.encodeCacheHeaders(Self.headers)
+        func decode(_ record: [UInt8]) -> Result<CacheHeaders?, DiskEntry.Problem> {
+            DiskEntry.decodeCacheHeaders(record, from: 0, to: record.count)
+        }
+        #expect(decode(good) == .success(Self.headers))
+        var later = good
+        later[0] = 2
+        #expect(decode(later) == .success(nil))
+        #expect(decode([]) == .failure(.badMetadata("an empty cache header record")))
+        #expect(decode(Array(good.prefix(20))) == .failure(.badMetadata("a cache header record is cut off")))
+        #expect(decode(good + [0x22]) == .failure(.badMetadata("an ETag of 6 bytes in a record with 7 left")))
+        var negative = good
+        for index in 4..<12 { negative[index] = 0xF0 }
+        #expect(decode(negative) == .failure(.badMetadata("a cache duration of \(Int64(bitPattern: 0xF0F0_F0F0_F0F0_F0F0)) s")))
+        var infinite = good
+        withUnsafeBytes(of: Double.infinity.bitPattern.littleEndian) { infinite.replaceSubrange(44..<52, with: $0) }
+        #expect(decode(infinite) == .failure(.badMetadata("an infinite date")))
+        var timeless = good
+        withUnsafeBytes(of: Double.nan.bitPattern.littleEndian) { timeless.replaceSubrange(76..<84, with: $0) }
+        #expect(decode(timeless) == .failure(.badMetadata("a cache header record without its exchange's times")))
+        var notUTF8 = good
+        notUTF8[notUTF8.count - 1] = 0xC3
+        #expect(decode(notUTF8) == .failure(.badMetadata("an ETag that is not UTF-8")))
     }
 
     /// Recomputes the trailing checksum over the damaged bytes.

@@ -68,6 +68,9 @@ extension ImageDatabase {
     /// The number of conditional requests answered 304 so far, then each new count.
     public nonisolated var onRevalidation: AsyncStream<Int> { pipeline.counters.revalidations.stream() }
 
+    /// The number of conditional requests answered with new bytes so far, then each new count.
+    public nonisolated var onRefresh: AsyncStream<Int> { pipeline.counters.refreshed.stream() }
+
     /// The number of stale answers so far, then each new count.
     public nonisolated var onStaleAnswer: AsyncStream<Int> { pipeline.counters.staleAnswers.stream() }
 
