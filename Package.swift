@@ -72,6 +72,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -108,6 +109,7 @@ let package = Package(
         .target(
             name: "EmojiArt",
             dependencies: [
+                "HTTPCaching",
                 "ImageCache",
                 "Imaging",
                 "MessageSignatures",

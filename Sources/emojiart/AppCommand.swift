@@ -24,7 +24,7 @@ struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
         abstract: "Serve the EmojiArt web app against a gallery.",
-        discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Stops cleanly on Ctrl-C or SIGTERM."
+        discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Images are cached by HTTP's rules (fresh ones cost no request, stale ones a conditional one); when the gallery is unreachable the cached catalog and images are shown and the page says so. Stops cleanly on Ctrl-C or SIGTERM."
     )
 
     @OptionGroup var client: GalleryClientOptions
@@ -34,7 +34,7 @@ struct AppCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
-            trust: client.trust
+            trust: client.trust, offline: client.offline
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -53,6 +53,9 @@ struct GalleryClientOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("Accept only a feed signed with this key (its fingerprint, as the gallery prints it). Without it, the key the gallery shows at first contact is trusted from then on. Write --gallery-key=FINGERPRINT: a fingerprint may start with '-'.", valueName: "fingerprint"))
     var galleryKey: String?
+
+    @Flag(help: "Never touch the network: the feed and every image come from the cache, and the images it does not hold are reported as not cached.")
+    var offline = false
 
     /// The trust the options ask for.
     var trust: GalleryTrust { galleryKey.map { .pinned(fingerprint: $0) } ?? .default }

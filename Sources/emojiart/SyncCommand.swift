@@ -9,7 +9,7 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Load the feed, verify every image, fetch every thumbnail, print a summary.",
-        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. The feed is authenticated first (its signature, with the gallery's pinned or trusted key); a feed that fails is not used. Exit status 0 when every image the gallery has verifies; 1 on any mismatch or failure, or a feed that cannot be authenticated (the gallery's missing pieces 0, 10 and 20 do not count)."
+        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. The feed is authenticated first (its signature, with the gallery's pinned or trusted key); a feed that fails is not used. On a warm cache, fresh images cost no request, stale ones one conditional request (304 when unchanged) and changed ones one download; the summary counts each. With --offline nothing is sent: what the cache does not hold is listed as not cached. Exit status 0 when every image the gallery has verifies; 1 on any mismatch, failure or image not cached offline, or a feed that cannot be authenticated (the gallery's missing pieces 0, 10 and 20 do not count)."
     )
 
     @OptionGroup var client: GalleryClientOptions
@@ -19,7 +19,8 @@ struct SyncCommand: AsyncParsableCommand {
         let database = cache.database()
         await database.setUp()
         let model = EmojiArtModel(
-            galleryURL: client.galleryURL, database: database, concurrency: client.concurrency, trust: client.trust
+            galleryURL: client.galleryURL, database: database, concurrency: client.concurrency, trust: client.trust,
+            offline: client.offline
         )
         let tty = isatty(STDOUT_FILENO) == 1
         let lastDecile = LockedCounter()

@@ -115,15 +115,15 @@ import TestSupport
             let text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
             let stats = await database.stats()
             // Verification fetched 29 originals (3 missing); the first thumbnail was made from the
-            // original in memory and stored; the second was a memory hit.
-            #expect(stats.originFetches == 29 && stats.failures == 3 && stats.diskEntries == 27)
+            // original in memory and stored; the second was a memory hit. The feed is an entry too.
+            #expect(stats.originFetches == 29 && stats.failures == 3 && stats.diskEntries == 28)
             #expect(text.contains(#"emojiart_cache_hits_total{tier="memory"} \#(stats.memoryHits)"#), "\(text)")
             #expect(stats.memoryHits >= 2)
             #expect(text.contains(#"emojiart_cache_hits_total{tier="disk"} 0"#))
             #expect(text.contains(#"emojiart_cache_hits_total{tier="in_flight"} \#(stats.coalesced)"#))
             #expect(text.contains("emojiart_origin_fetches_total 29"))
             #expect(text.contains("emojiart_load_failures_total 3"))
-            #expect(text.contains("emojiart_disk_entries 27"))
+            #expect(text.contains("emojiart_disk_entries 28"))
             #expect(text.contains("emojiart_disk_bytes \(stats.diskBytes)") && stats.diskBytes > 26 * 10_000)
             #expect(text.contains("emojiart_memory_entries \(stats.memoryEntries)"))
             let health = try await client.execute(uri: "/health", method: .get) { String(buffer: $0.body) }

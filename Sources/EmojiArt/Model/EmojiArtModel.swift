@@ -36,6 +36,8 @@ public actor EmojiArtModel {
         case invalidFeed(url: String, reason: String)
         /// The feed failed authentication: nothing from it is used.
         case unauthenticatedFeed(url: String, failure: SignatureFailure)
+        /// Offline, and no feed of this gallery was ever stored.
+        case feedNotCached(url: String)
 
         public var description: String {
             switch self {
@@ -45,6 +47,8 @@ public actor EmojiArtModel {
                 "\(url) did not send a valid feed (\(reason)): is --gallery the URL of an EmojiArt gallery?"
             case let .unauthenticatedFeed(url, failure):
                 "the gallery's feed at \(url) could not be authenticated: \(failure)"
+            case let .feedNotCached(url):
+                "offline, and the cache has no feed from \(url): run once without --offline first"
             }
         }
     }
@@ -67,6 +71,28 @@ public actor EmojiArtModel {
     public nonisolated let signatureFailures = LiveValue<[String: Int]>([:])
     /// Why the last feed was refused, while it is the latest word; `nil` once a feed verifies.
     public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
+    /// Where the feed being shown came from: downloaded, confirmed by a 304, or the stored copy
+    /// (offline, or because the gallery could not be reached).
+    public nonisolated let feedOrigin = LiveValue<FeedOrigin?>(nil)
+    /// How image requests use the cache: HTTP's rules, or the cache only when offline.
+    public nonisolated let cachePolicy: CachePolicy
+
+    /// Where a feed came from.
+    public enum FeedOrigin: Sendable, Hashable {
+        /// Downloaded and authenticated just now.
+        case downloaded
+        /// The stored copy, which the gallery confirmed is current (304).
+        case revalidated
+        /// The stored copy, without asking the gallery (`--offline`).
+        case offline
+        /// The stored copy, because the gallery could not be reached; `reason` says why.
+        case galleryUnreachable(reason: String)
+
+        /// Whether the gallery was asked and did not answer.
+        public var isGalleryUnreachable: Bool {
+            if case .galleryUnreachable = self { true } else { false }
+        }
+    }
 
     /// The key a feed was verified with.
     public struct FeedKey: Sendable, Hashable {
@@ -83,26 +109,31 @@ public actor EmojiArtModel {
     }
 
     /// The feed, as loaded by ``loadImages()``.
-    public private(set) var imageFeed: [ImageFile] = []
+    public internal(set) var imageFeed: [ImageFile] = []
     /// The status of each feed entry, by index in ``imageFeed``.
-    public private(set) var statuses: [VerificationStatus] = []
+    public internal(set) var statuses: [VerificationStatus] = []
 
-    private let client: HTTPClient
-    private let authenticator: FeedAuthenticator
-    private let logger: Logger
+    let client: HTTPClient
+    let authenticator: FeedAuthenticator
+    let logger: Logger
+    let now: @Sendable () -> Date
     private var run: Task<Void, Never>?
 
     /// Creates a model.
     /// - Parameters:
     ///   - concurrency: images verified at once, at least 1.
     ///   - trust: which gallery keys a feed may be signed with; trust on first use by default.
-    ///   - now: the wall clock signatures are checked against.
+    ///   - now: the wall clock signatures are checked against and the feed is dated by.
+    ///   - offline: never touch the network: the feed and every image come from the cache, and
+    ///     what it does not hold is reported as not cached.
     public init(
         galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = HTTPImageFetcher.defaultClient,
-        trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() },
+        trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() }, offline: Bool = false,
         logger: Logger = Logger(label: "emojiart")
     ) {
         self.logger = logger
+        self.now = now
+        cachePolicy = offline ? .returnCacheDataDontLoad : .useProtocolCachePolicy
         self.galleryURL = galleryURL
         self.database = database
         self.concurrency = max(1, concurrency)
@@ -115,50 +146,15 @@ public actor EmojiArtModel {
         URL(string: file.url, relativeTo: galleryURL)?.absoluteURL ?? galleryURL.appendingPathComponent(file.url)
     }
 
-    /// Fetches the feed from `GET /gallery/images` and authenticates it before using any entry.
-    /// - Throws: ``Error/galleryUnavailable(url:reason:)``, ``Error/unauthenticatedFeed(url:failure:)``
-    ///   or ``Error/invalidFeed(url:reason:)``.
-    @discardableResult
-    public func loadImages() async throws -> [ImageFile] {
-        let url = galleryURL.appendingPathComponent("gallery/images").absoluteString
-        let response: HTTPClientResponse
-        let body: ByteBuffer
-        do {
-            response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(15))
-            guard response.status == .ok else {
-                throw Error.galleryUnavailable(url: url, reason: "HTTP \(response.status.code)")
-            }
-            body = try await response.body.collect(upTo: 4 * 1024 * 1024)
-        } catch let error as Error {
-            throw error
-        } catch {
-            throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
-        }
-        let key: FeedAuthenticator.Outcome
-        do {
-            key = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body)
-        } catch {
-            signatureFailures.update { $0[error.reason, default: 0] += 1 }
-            feedRefusal.update { $0 = error }
-            throw Error.unauthenticatedFeed(url: url, failure: error)
-        }
-        feedRefusal.update { $0 = nil }
-        let feed: [ImageFile]
-        do {
-            feed = try JSONDecoder().decode([ImageFile].self, from: Data(body.readableBytesView))
-        } catch {
-            throw Error.invalidFeed(url: url, reason: "\(error)")
-        }
-        feedKey.update { $0 = FeedKey(fingerprint: key.fingerprint, trustedOnFirstUse: key.trustedOnFirstUse) }
-        if key.trustedOnFirstUse {
-            logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")
-        }
-        imageFeed = feed
-        let byPiece = Dictionary(feed.compactMap { file in file.pieceNumber.map { ($0, file) } }) { first, _ in first }
-        feedByPiece.update { $0 = byPiece }
-        statuses = Array(repeating: .pending, count: feed.count)
-        progress.update { $0 = VerificationProgress(total: feed.count) }
-        return feed
+    /// The request for a feed entry's image (or its variant made by `processor`): checked
+    /// against the feed's checksum, under the model's cache policy.
+    public nonisolated func imageRequest(
+        _ file: ImageFile, processor: (any ImageProcessing)? = nil, retryingFailures: Bool = false
+    ) -> ImageRequest {
+        ImageRequest(
+            url: imageURL(file), processor: processor, expectedSHA256: file.checksum, retryingFailures: retryingFailures,
+            cachePolicy: cachePolicy
+        )
     }
 
     /// Downloads every entry of the feed through the cache, hashes it and compares it with the
@@ -167,9 +163,7 @@ public actor EmojiArtModel {
     /// - Returns: the final counts.
     @discardableResult
     public func verifyImages(retryingFailures: Bool = false) async -> VerificationProgress {
-        let requests = imageFeed.map { file in
-            ImageRequest(url: imageURL(file), expectedSHA256: file.checksum, retryingFailures: retryingFailures)
-        }
+        let requests = imageFeed.map { file in imageRequest(file, retryingFailures: retryingFailures) }
         let database = database
         await withTaskGroup(of: (Int, VerificationStatus).self) { group in
             var next = 0

@@ -22,6 +22,15 @@ struct FeedAuthenticator: Sendable {
         let trustedOnFirstUse: Bool
     }
 
+    /// The fingerprint of the key a feed of this gallery must be signed with now, when one is
+    /// known (pinned, or remembered from an earlier contact).
+    func trustedFingerprint() -> String? {
+        switch trust {
+        case let .pinned(fingerprint): fingerprint
+        case let .firstUse(store): (try? store.key(for: galleryURL))?.thumbprint
+        }
+    }
+
     /// Checks a feed response; on first contact with a gallery (and no pin), remembers its key
     /// once the feed verified with it.
     func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer) async throws(SignatureFailure) -> Outcome {

@@ -10,13 +10,15 @@ public enum VerificationStatus: Sendable, Hashable {
     case mismatch(expected: String, actual: String)
     /// The gallery answered 404 (pieces 0, 10 and 20 always do).
     case missing
+    /// Offline, and the cache does not hold the image.
+    case notCached
     /// Any other failure: server error, timeout, broken connection.
     case failed(String)
 
     /// Whether the image could not be had at all (missing or failed), so there is nothing to show.
     public var isUnavailable: Bool {
         switch self {
-        case .missing, .failed: true
+        case .missing, .failed, .notCached: true
         case .pending, .verified, .mismatch: false
         }
     }
@@ -26,13 +28,14 @@ public enum VerificationStatus: Sendable, Hashable {
         if case .mismatch = self { true } else { false }
     }
 
-    /// A short label: "verified", "mismatch", "missing", "failed", "pending".
+    /// A short label: "verified", "mismatch", "missing", "not cached", "failed", "pending".
     public var label: String {
         switch self {
         case .pending: "pending"
         case .verified: "verified"
         case .mismatch: "mismatch"
         case .missing: "missing"
+        case .notCached: "not cached"
         case .failed: "failed"
         }
     }
@@ -45,6 +48,7 @@ public enum VerificationStatus: Sendable, Hashable {
         case let .mismatch(expected, actual):
             "The image does not match the gallery's checksum (expected \(expected.prefix(12))…, got \(actual.prefix(12))…)."
         case .missing: "The gallery does not have this image (404)."
+        case .notCached: "Offline, and the cache does not hold this image: load it once online."
         case let .failed(reason): "The image could not be loaded: \(reason)"
         }
     }
@@ -56,6 +60,8 @@ public enum VerificationStatus: Sendable, Hashable {
             self = .missing
         case let ImageLoader.Error.checksumMismatch(expected, actual, _):
             self = .mismatch(expected: expected, actual: actual)
+        case ImageLoader.Error.notCached:
+            self = .notCached
         default:
             self = .failed("\(error)")
         }
@@ -76,6 +82,8 @@ public struct VerificationProgress: Sendable, Hashable, Codable {
     public var missing: Int
     /// Entries that failed otherwise.
     public var failed: Int
+    /// Entries the cache could not answer offline.
+    public var notCached: Int
 
     /// Creates progress for `total` entries, none finished.
     public init(total: Int) {
@@ -85,6 +93,7 @@ public struct VerificationProgress: Sendable, Hashable, Codable {
         mismatched = 0
         missing = 0
         failed = 0
+        notCached = 0
     }
 
     /// Finished share, 0...1.
@@ -101,6 +110,7 @@ public struct VerificationProgress: Sendable, Hashable, Codable {
         case .mismatch: mismatched += 1
         case .missing: missing += 1
         case .failed: failed += 1
+        case .notCached: notCached += 1
         case .pending: break
         }
     }

@@ -18,9 +18,13 @@ public struct Sync: Sendable {
         /// The key the feed was authenticated with.
         public var feedKey: EmojiArtModel.FeedKey?
 
-        /// Success means every present image verified: no mismatch and no failure (missing
-        /// pieces are expected: the gallery never has 0, 10 and 20).
-        public var succeeded: Bool { progress.mismatched == 0 && progress.failed == 0 }
+        /// Where the feed came from.
+        public var feedOrigin: EmojiArtModel.FeedOrigin?
+
+        /// Success means every present image verified: no mismatch, no failure and nothing
+        /// missing from the cache offline (missing pieces are expected: the gallery never has 0,
+        /// 10 and 20).
+        public var succeeded: Bool { progress.mismatched == 0 && progress.failed == 0 && progress.notCached == 0 }
     }
 
     /// The model doing the work.
@@ -50,7 +54,7 @@ public struct Sync: Sendable {
         let verified = Dictionary(entries.filter { $0.status == .verified }.map { ($0.file.url, $0.file) }) { first, _ in first }
         let thumbnails = await withTaskGroup(of: Bool.self) { group in
             for file in verified.values {
-                let request = ImageRequest(url: model.imageURL(file), processor: thumbnail, expectedSHA256: file.checksum)
+                let request = model.imageRequest(file, processor: thumbnail)
                 group.addTask { (try? await model.database.image(request)) != nil }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
@@ -61,7 +65,8 @@ public struct Sync: Sendable {
             stats: await model.database.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },
-            feedKey: model.feedKey.value
+            feedKey: model.feedKey.value,
+            feedOrigin: model.feedOrigin.value
         )
     }
 }
@@ -89,15 +94,31 @@ public enum TerminalText {
             ("memory hits", "\(stats.memoryHits)"),
             ("disk hits", "\(stats.diskHits)"),
             ("origin fetches", "\(stats.originFetches)"),
+            ("not modified", "\(stats.revalidations)"),
+            ("changed", "\(stats.refreshed)"),
+            ("downloaded", "\(stats.originFetches - stats.revalidations)"),
             ("time", String(format: "%.2f s", seconds)),
         ]
+        if report.progress.notCached > 0 { rows.insert(("not cached", "\(report.progress.notCached)"), at: 4) }
+        if stats.staleAnswers > 0 { rows.append(("stale answers", "\(stats.staleAnswers)")) }
         if stats.corruptEntries > 0 { rows.append(("dropped", "\(stats.corruptEntries)")) }
         if let key = report.feedKey { rows.append(("feed key", key.fingerprint)) }
         if stats.diskFailures > 0 { rows.append(("disk failures", "\(stats.diskFailures)")) }
         let width = rows.map(\.0.count).max() ?? 0
         var lines = rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }
-        for problem in report.problems where problem.status != .missing {
+        var listed = Set<String>()
+        for problem in report.problems where problem.status != .missing && listed.insert(problem.file.url).inserted {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
+        }
+        switch report.feedOrigin {
+        case let .galleryUnreachable(reason):
+            lines.append("the gallery is unreachable (\(reason)): the catalog and images came from the cache")
+        case .offline:
+            lines.append("offline: nothing was sent; the catalog and images came from the cache")
+        case .revalidated:
+            lines.append("the feed is unchanged (304): the stored copy was used")
+        case .downloaded, nil:
+            break
         }
         if report.feedKey?.trustedOnFirstUse == true {
             lines.append("first contact with this gallery: its key is trusted from now on (`emojiart trust --gallery URL` accepts a new one)")

@@ -17,7 +17,7 @@ public enum EmojiArtApp {
         await database.setUp()
         let model = EmojiArtModel(
             galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency,
-            trust: configuration.trust, logger: logger
+            trust: configuration.trust, offline: configuration.offline, logger: logger
         )
         let router = try buildRouter(configuration, model: model, database: database)
         await model.start()

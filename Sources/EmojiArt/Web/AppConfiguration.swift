@@ -16,11 +16,14 @@ public struct AppConfiguration: Sendable {
     public var detailSize: Int
     /// Which gallery keys the feed may be signed with: trust on first use by default.
     public var trust: GalleryTrust
+    /// Never touch the network: the feed and images come from the cache only.
+    public var offline: Bool
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
-        concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default
+        concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
+        offline: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -29,5 +32,6 @@ public struct AppConfiguration: Sendable {
         self.thumbnailSize = thumbnailSize
         self.detailSize = detailSize
         self.trust = trust
+        self.offline = offline
     }
 }

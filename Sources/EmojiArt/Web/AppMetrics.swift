@@ -11,6 +11,9 @@ final class AppMetrics: Sendable {
     private let last = Mutex(ImageDatabase.Stats?.none)
     private let hits: [String: Counter]
     private let originFetches: Counter
+    private let revalidations: Counter
+    private let refreshed: Counter
+    private let staleAnswers: Counter
     private let failures: Counter
     private let corruptEntries: Counter
     private let diskFailures: Counter
@@ -34,7 +37,10 @@ final class AppMetrics: Sendable {
             "disk": counter("cache_hits", hitsHelp, labels: [("tier", "disk")]),
             "coalesced": counter("cache_hits", hitsHelp, labels: [("tier", "in_flight")]),
         ]
-        originFetches = counter("origin_fetches", "Requests sent to the gallery")
+        originFetches = counter("origin_fetches", "Requests sent to the gallery, conditional ones included")
+        revalidations = counter("revalidations", "Conditional requests the gallery answered 304 Not Modified")
+        refreshed = counter("refreshed", "Conditional requests the gallery answered with new bytes")
+        staleAnswers = counter("stale_answers", "Stale entries answered (stale-while-revalidate, or the gallery failing)")
         failures = counter("load_failures", "Image loads that failed")
         corruptEntries = counter("disk_corrupt_entries", "Disk entries that failed their integrity check")
         diskFailures = counter("disk_failures", "Disk operations that failed")
@@ -71,6 +77,9 @@ final class AppMetrics: Sendable {
             add(hits["disk"]!, \.diskHits)
             add(hits["coalesced"]!, \.coalesced)
             add(originFetches, \.originFetches)
+            add(revalidations, \.revalidations)
+            add(refreshed, \.refreshed)
+            add(staleAnswers, \.staleAnswers)
             add(failures, \.failures)
             add(corruptEntries, \.corruptEntries)
             add(diskFailures, \.diskFailures)

@@ -22,7 +22,7 @@ struct AppServices: Sendable {
         if let cached = requests.table.withLock({ $0[key] }), cached.expectedSHA256.map({ "sha256:" + $0 }) == file.checksum {
             return cached
         }
-        let request = ImageRequest(url: model.imageURL(file), processor: processor, expectedSHA256: file.checksum)
+        let request = model.imageRequest(file, processor: processor)
         requests.table.withLock { $0[key] = request }
         return request
     }
@@ -33,6 +33,7 @@ struct AppServices: Sendable {
         let stats = await database.stats()
         context["stats"] = [
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
+            "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
         ]
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }

@@ -49,10 +49,12 @@ struct PageController<Context: RequestContext>: Sendable {
             let cards: [[String: Any]] = entries.enumerated().map { index, entry in
                 Self.card(index: index, file: entry.file, status: entry.status)
             }
-            let page = await services.render("list", [
+            var context: [String: Any] = [
                 "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
                 "feedKey": services.model.feedKey.value?.fingerprint ?? "",
-            ])
+            ]
+            if let notice = Self.notice(services.model.feedOrigin.value) { context["notice"] = notice }
+            let page = await services.render("list", context)
             return Self.html(page)
         }
     }
@@ -93,13 +95,27 @@ struct PageController<Context: RequestContext>: Sendable {
         case .mismatch: "checksum mismatch"
         case .missing: "missing"
         case .failed: "failed to load"
+        case .notCached: "not cached (offline)"
         case .pending: "not verified"
+        }
+    }
+
+    /// What the catalog says about where its feed came from, when it is not a fresh answer.
+    static func notice(_ origin: EmojiArtModel.FeedOrigin?) -> String? {
+        switch origin {
+        case let .galleryUnreachable(reason):
+            "The gallery is unreachable (\(reason)): showing the catalog and images from the cache."
+        case .offline:
+            "Offline: showing the catalog and images from the cache only."
+        case .downloaded, .revalidated, nil:
+            nil
         }
     }
 
     static func summary(_ progress: VerificationProgress) -> String {
         "\(progress.total) pieces · \(progress.verified) verified · \(progress.missing) missing · "
             + "\(progress.mismatched) mismatched · \(progress.failed) failed"
+            + (progress.notCached > 0 ? " · \(progress.notCached) not cached" : "")
     }
 
     static func text(of phase: EmojiArtModel.Phase) -> String {

@@ -61,6 +61,7 @@ enum Templates {
     .details .art img { display: block; max-width: 100%; }
     .error { max-width: 640px; margin: 10vh auto; background: #fff; border: 1px solid var(--line); border-radius: 12px; padding: 24px 28px; }
     .error h2 { margin-top: 0; color: var(--bad); }
+    .notice { background: #fff4e5; color: var(--warn); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; }
     code { background: #f0f0f6; padding: 1px 5px; border-radius: 4px; }
     </style>
     </head>
@@ -73,6 +74,9 @@ enum Templates {
         <span>memory hits <b id="memory-hits">{{stats.memoryHits}}</b></span>
         <span>disk hits <b id="disk-hits">{{stats.diskHits}}</b></span>
         <span>origin fetches <b id="origin-fetches">{{stats.originFetches}}</b></span>
+        <span>not modified <b id="revalidations">{{stats.revalidations}}</b></span>
+        <span>refreshed <b id="refreshed">{{stats.refreshed}}</b></span>
+        <span>stale <b id="stale-answers">{{stats.staleAnswers}}</b></span>
       </div>
       <div class="actions">
         <form method="post" action="/cache/clear-memory"><button id="clear-memory" type="submit">Clear memory cache</button></form>
@@ -87,6 +91,9 @@ enum Templates {
         document.getElementById("memory-hits").textContent = s.memoryHits;
         document.getElementById("disk-hits").textContent = s.diskHits;
         document.getElementById("origin-fetches").textContent = s.originFetches;
+        document.getElementById("revalidations").textContent = s.revalidations;
+        document.getElementById("refreshed").textContent = s.refreshed;
+        document.getElementById("stale-answers").textContent = s.staleAnswers;
       });
       window.emojiArtEvents = events;
     })();
@@ -133,6 +140,7 @@ enum Templates {
     <body>
     {{> toolbar}}
     <main>
+      {{#notice}}<p class="notice" id="feed-notice">{{notice}}</p>{{/notice}}
       <p class="summary" id="summary">{{summary}}</p>
       <div class="grid" id="catalog">
       {{#cards}}

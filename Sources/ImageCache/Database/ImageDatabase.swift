@@ -136,12 +136,12 @@ public actor ImageDatabase {
     }
 
     /// The entry for `key` from memory or disk, however stale, with its ``Image/cacheHeaders``;
-    /// never the network. For callers that do their own HTTP exchange with the entry's
+    /// never the network; a damaged entry is deleted, counted and answered `nil`. For callers that do their own HTTP exchange with the entry's
     /// validators and ``store(image:forKey:)`` the result (the app's signed feed).
     public nonisolated func cachedImage(forKey key: String) async -> Image? {
         if let image = pipeline.memory.peek(key) { return image }
         guard let disk = await pipeline.usableDisk() else { return nil }
-        return try? disk.read(forKey: key)
+        return pipeline.read(key, from: disk)
     }
 
     // MARK: - Clearing

@@ -3,6 +3,8 @@ import Foundation
 public import HTTPCaching
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import Synchronization
 
 /// Fetches images over HTTP with AsyncHTTPClient.
 ///
@@ -11,6 +13,11 @@ import NIOHTTP1
 /// `Date`, `Age`, `Expires`) come back in the image's ``Image/cacheHeaders``. The whole exchange has a deadline; the body is capped while it
 /// streams in (a declared `Content-Length` over the cap is refused before reading, an undeclared
 /// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
+///
+/// An origin that cannot be connected to (refused, or no connection within the connect timeout)
+/// is not asked again for ``unreachableBackoff``: requests to it fail at once with
+/// ``ImageLoader/Error/connectionFailed(url:reason:)``, so a cache with stale entries answers
+/// them at once instead of each waiting out the client's connect retries.
 ///
 /// At most ``maxConcurrentRequests`` requests of one fetcher run at once; the others wait here,
 /// in arrival order, before they reach the client. AsyncHTTPClient bounds a queued request's wait
@@ -25,7 +32,10 @@ public struct HTTPImageFetcher: ImageFetching {
     public var maxBodySize: Int
     /// Requests this fetcher runs at once; the default matches the client's 8 connections per host.
     public var maxConcurrentRequests: Int { limiter.limit }
+    /// How long an origin that could not be connected to is not asked again. Default 2 s.
+    public var unreachableBackoff: Duration
     private let limiter: AsyncLimiter
+    private let unreachable = UnreachableOrigins()
 
     /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
     /// 2-second connect timeout. AsyncHTTPClient retries a refused connection until the connect
@@ -38,9 +48,10 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Creates a fetcher.
     public init(
         client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024,
-        maxConcurrentRequests: Int = 8
+        maxConcurrentRequests: Int = 8, unreachableBackoff: Duration = .seconds(2)
     ) {
         self.client = client
+        self.unreachableBackoff = unreachableBackoff
         self.timeout = timeout
         self.maxBodySize = maxBodySize
         limiter = AsyncLimiter(limit: maxConcurrentRequests)
@@ -72,9 +83,24 @@ public struct HTTPImageFetcher: ImageFetching {
         }
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
+        let origin = "\(scheme)://\(request.url.host ?? ""):\(request.url.port ?? (scheme == "https" ? 443 : 80))"
+        if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
+            throw ImageLoader.Error.connectionFailed(
+                url: url, reason: "\(origin) could not be reached \(since.formatted(.units(allowed: [.seconds, .milliseconds]))) ago; not asking again yet"
+            )
+        }
         do {
             let requestTime = Date()
-            let response = try await client.execute(httpRequest, deadline: deadline)
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(httpRequest, deadline: deadline)
+            } catch {
+                // No answer at all: a refused or timed-out connection marks the origin.
+                let mapped = Self.map(error, url: url, seconds: seconds, limit: maxBodySize)
+                if Self.isConnectFailure(error) { unreachable.record(origin) }
+                throw mapped
+            }
+            unreachable.forget(origin)
             let fields = response.headers.map { ($0.name, $0.value) }
             if response.status == .notModified, let stored {
                 return .notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date()))
@@ -98,6 +124,16 @@ public struct HTTPImageFetcher: ImageFetching {
         }
     }
 
+    /// Whether `error` says no connection could be made (as opposed to one that broke or a
+    /// server that is slow to answer).
+    static func isConnectFailure(_ error: any Swift.Error) -> Bool {
+        if let clientError = error as? HTTPClientError {
+            return clientError == .connectTimeout
+        }
+        if case ChannelError.connectTimeout = error { return true }
+        return error is NIOConnectionError || (error as? IOError).map { $0.errnoCode == ECONNREFUSED } == true
+    }
+
     /// Turns AsyncHTTPClient's and NIO's errors into the module's.
     static func map(_ error: any Swift.Error, url: String, seconds: Double, limit: Int) -> any Swift.Error {
         if error is NIOTooManyBytesError {
@@ -105,7 +141,9 @@ public struct HTTPImageFetcher: ImageFetching {
         }
         if let clientError = error as? HTTPClientError {
             switch clientError {
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
+            case .connectTimeout:
+                return ImageLoader.Error.connectionFailed(url: url, reason: "no connection could be made within the connect timeout")
+            case .deadlineExceeded, .readTimeout, .writeTimeout:
                 return ImageLoader.Error.timeout(url: url, seconds: seconds)
             case .cancelled:
                 return CancellationError()
@@ -116,5 +154,25 @@ public struct HTTPImageFetcher: ImageFetching {
             }
         }
         return ImageLoader.Error.connectionFailed(url: url, reason: "\(error)")
+    }
+}
+
+/// Origins that could not be connected to, with when: a fetcher's memory of who is down.
+final class UnreachableOrigins: Sendable {
+    private let failures = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    func record(_ origin: String) {
+        failures.withLock { $0[origin] = ContinuousClock.now }
+    }
+
+    func forget(_ origin: String) {
+        _ = failures.withLock { $0.removeValue(forKey: origin) }
+    }
+
+    /// How long ago `origin` failed, when that is less than `window`.
+    func failure(of origin: String, within window: Duration) -> Duration? {
+        guard let at = failures.withLock({ $0[origin] }) else { return nil }
+        let elapsed = at.duration(to: .now)
+        return elapsed < window ? elapsed : nil
     }
 }

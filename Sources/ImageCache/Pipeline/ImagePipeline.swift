@@ -464,7 +464,7 @@ final class ImagePipeline: Sendable {
 
     /// Reads `key`'s entry: a damaged one is deleted, counted and answered as a miss. The caller
     /// counts the hit once it answers with it.
-    private func read(_ key: String, from disk: DiskStorage) -> Image? {
+    func read(_ key: String, from disk: DiskStorage) -> Image? {
         do {
             return try disk.read(forKey: key)
         } catch {

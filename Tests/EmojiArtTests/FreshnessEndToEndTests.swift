@@ -1,0 +1,203 @@
+import EmojiArt
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GalleryServer
+import Hummingbird
+import HummingbirdTesting
+import ImageCache
+import Testing
+import TestSupport
+
+/// HTTP freshness from the gallery to the app: a real gallery on 127.0.0.1:0 and a real cache
+/// directory, both dated by one wall clock the test moves. Requests are counted at the gallery
+/// (its /metrics), never inside the client.
+@Suite struct FreshnessEndToEndTests {
+    let clock = TestWallClock()
+    let directory = TemporaryDirectory()
+
+    /// A real gallery dated by the test's clock, revisable on request, with `cacheControl`.
+    func withGallery<T: Sendable>(
+        cacheControl: String? = nil, _ body: (URL) async throws -> T
+    ) async throws -> T {
+        let configuration = GalleryConfiguration(
+            port: 0, signingKey: testGalleryKey, now: clock.now, cacheControl: cacheControl, revisionInterval: .zero
+        )
+        return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            try await body(URL(string: "http://127.0.0.1:\(port)")!)
+        }
+    }
+
+    /// A sync in a new process, as far as the cache knows: a new database over the same directory.
+    func sync(_ galleryURL: URL, offline: Bool = false) async throws -> Sync.Report {
+        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: testGalleryTrust, now: clock.now, offline: offline)
+        return try await Sync(model: model).run()
+    }
+
+    /// The gallery's own counts: requests by route and status, and body bytes served.
+    struct GalleryCounts: Equatable {
+        var requests: [String: Int] = [:]
+        var bytes = 0
+        func images(_ status: Int) -> Int { requests["/gallery/image \(status)"] ?? 0 }
+        var total: Int { requests.values.reduce(0, +) }
+    }
+
+    func counts(_ galleryURL: URL) async throws -> GalleryCounts {
+        let (data, _) = try await URLSession.shared.data(from: galleryURL.appendingPathComponent("metrics"))
+        var counts = GalleryCounts()
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let value = line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) } ?? 0
+            if line.hasPrefix("gallery_http_requests_total{") {
+                let labels = line.split(separator: "\"")
+                let route = labels[1], status = labels[3]
+                // The scrape itself is not counted: it is answered after it is read.
+                counts.requests["\(route) \(status)"] = value
+            } else if line.hasPrefix("gallery_bytes_served_total ") {
+                counts.bytes = value
+            }
+        }
+        counts.requests["/metrics 200"] = nil
+        return counts
+    }
+
+    @Test func freshCostsNothingStaleCostsOne304EachWithNoBody() async throws {
+        try await withGallery { gallery in
+            let cold = try await sync(gallery)
+            #expect(cold.progress.verified == 78 && cold.thumbnails == 26)
+            let afterCold = try await counts(gallery)
+            #expect(afterCold.images(200) == 26 && afterCold.images(404) == 3)
+
+            clock.advance(by: 600)  // inside max-age=3600
+            let fresh = try await sync(gallery)
+            #expect(fresh.progress.verified == 78)
+            let afterFresh = try await counts(gallery)
+            // No image request but the three missing pieces, asked again; the feed got a 304.
+            #expect(afterFresh.images(200) == 26 && afterFresh.images(304) == 0 && afterFresh.images(404) == 6)
+            #expect(afterFresh.requests["/gallery/images 304"] == 1)
+            #expect(fresh.stats.originFetches == 3 && fresh.stats.revalidations == 0)
+
+            clock.advance(by: 3_600)  // every entry is stale now
+            let stale = try await sync(gallery)
+            #expect(stale.progress.verified == 78 && stale.thumbnails == 26)
+            let afterStale = try await counts(gallery)
+            #expect(afterStale.images(304) == 26 && afterStale.images(200) == 26 && afterStale.images(404) == 9)
+            #expect(afterStale.bytes == afterFresh.bytes, "a 304 has no body, and neither has the feed's")
+            #expect(stale.stats.revalidations == 26 && stale.stats.refreshed == 0)
+            #expect(TerminalText.summary(stale).contains("not modified    26"), "\(TerminalText.summary(stale))")
+
+            // The 304s made the entries fresh again, on disk.
+            let again = try await sync(gallery)
+            #expect(again.stats.revalidations == 0 && again.stats.originFetches == 3)
+        }
+    }
+
+    @Test func aRevisionShowsNewArtAndRemakesItsThumbnailsOnce() async throws {
+        try await withGallery { gallery in
+            _ = try await sync(gallery)
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: testGalleryTrust, now: clock.now)
+            try await model.loadImages()
+            let thumbnail = ThumbnailProcessor(size: 200)
+            func thumbnails(_ pieces: [Int]) async throws -> [Int: [UInt8]] {
+                var result: [Int: [UInt8]] = [:]
+                for piece in pieces {
+                    let file = try #require(model.feedByPiece.value[piece])
+                    result[piece] = try await database.image(model.imageRequest(file, processor: thumbnail)).data
+                }
+                return result
+            }
+            var request = URLRequest(url: gallery.appendingPathComponent("gallery/test/revise"))
+            request.httpMethod = "POST"
+            let (answer, _) = try await URLSession.shared.data(for: request)
+            struct Revision: Decodable { var pieces: [Int] }
+            let revised = try JSONDecoder().decode(Revision.self, from: answer).pieces
+            #expect(revised.count == 3)
+            let before = try await thumbnails(revised)
+            let beforeCounts = try await counts(gallery)
+
+            // No time passes: every image is still fresh, but the feed (no-cache) is asked
+            // again, and lists new checksums for the revised pieces.
+            let report = try await sync(gallery)
+            #expect(report.progress.verified == 78, "\(TerminalText.summary(report))")
+            let afterCounts = try await counts(gallery)
+            #expect(afterCounts.images(200) - beforeCounts.images(200) == 3, "one download per changed piece")
+            #expect(afterCounts.images(304) == beforeCounts.images(304), "unchanged pieces cost nothing while fresh")
+            #expect(report.stats.refreshed == 3)
+
+            try await model.loadImages()
+            let after = try await thumbnails(revised)
+            for piece in revised { #expect(before[piece] != after[piece], "piece \(piece) shows its new art") }
+
+            // Remade once: the next sync finds everything, thumbnails included, on disk.
+            let next = try await sync(gallery)
+            #expect(next.stats.refreshed == 0 && next.stats.originFetches == 3)
+            #expect(try await counts(gallery).images(200) == afterCounts.images(200))
+        }
+    }
+
+    @Test func noStoreAnswersLeaveNothingOnDisk() async throws {
+        try await withGallery(cacheControl: "no-store") { gallery in
+            let report = try await sync(gallery)
+            #expect(report.progress.verified == 78 && report.thumbnails == 26)
+            // Only the feed (no-cache, which may be stored) is on disk.
+            #expect(directory.fileNames.filter { $0.count == 64 }.count == 1)
+            let before = try await counts(gallery).images(200)
+            let again = try await sync(gallery)
+            #expect(again.stats.diskHits == 0)
+            #expect(try await counts(gallery).images(200) - before >= 26, "every piece downloaded again")
+        }
+    }
+
+    @Test func offlineSendsNothingAndNamesWhatTheCacheCannotAnswer() async throws {
+        try await withGallery { gallery in
+            await #expect(throws: EmojiArtModel.Error.self) { try await sync(gallery, offline: true) }
+            _ = try await sync(gallery)
+            // One original gone from the cache, and its thumbnail with it.
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            await database.setUp()
+            database.storage.remove(forKey: gallery.absoluteString + "/gallery/image?5")
+            database.storage.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor(size: 200).identifier)
+            let before = try await counts(gallery)
+            clock.advance(by: 86_400)
+            let offline = try await sync(gallery, offline: true)
+            #expect(try await counts(gallery) == before, "offline sends nothing")
+            // Piece 5's three entries, and the nine of the pieces the gallery never had: offline,
+            // nobody can tell a missing piece from one that is not cached.
+            #expect(offline.progress.verified == 75 && offline.progress.notCached == 12)
+            #expect(!offline.succeeded)
+            let summary = TerminalText.summary(offline)
+            #expect(summary.contains("/gallery/image?5"), "\(summary)")
+            #expect(summary.contains("the cache does not hold this image"))
+            #expect(summary.contains("offline: nothing was sent"))
+        }
+    }
+
+    @Test func withTheGalleryDownTheCachedCatalogIsShownAndThePageSaysSo() async throws {
+        let galleryURL = try await withGallery { gallery in
+            _ = try await sync(gallery)
+            return gallery
+        }
+        clock.advance(by: 7_200)  // stale, and nobody to ask
+        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: testGalleryTrust, now: clock.now)
+        await model.loadAndVerify()
+        #expect(model.feedOrigin.value?.isGalleryUnreachable == true)
+        #expect(model.progress.value.verified == 78)
+        #expect(await database.stats().staleAnswers >= 26, "each piece at least once")
+        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+        let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/", method: .get) { response in
+                let html = String(buffer: response.body)
+                #expect(html.contains("id=\"feed-notice\">The gallery is unreachable"))
+                #expect(html.contains("78 verified"))
+            }
+            try await client.execute(uri: "/thumbs/5", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+}
