@@ -69,6 +69,7 @@ enum HTTPBench {
         let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0"], announcing: #"serving (http://[^/\s]+)"#)
         defer { gallery.stop() }
         try await sync(gallery: gallery.url)
+        try staleSync()
 
         print("## App: GET /thumbs/N on a memory hit (req/s; target >= 0.8x nginx)\n")
         let cache = Bench.work + "/app-cache"
@@ -112,7 +113,7 @@ enum HTTPBench {
             _ = try? Bench.run(Bench.emojiart, ["sync", "--gallery", gallery, "--cache-dir", cache])
             let time = start.duration(to: .now)
             let requests = try originRequests(gallery) - before
-            rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)"])
+            rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)", "\(requests.notModified)", "\(requests.bytes)"])
         }
         let database = ImageDatabase(configuration: .init(directory: URL(fileURLWithPath: cache)))
         let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database)
@@ -122,17 +123,51 @@ enum HTTPBench {
         _ = try await Sync(model: model).run()
         let time = start.duration(to: .now)
         let requests = try originRequests(gallery) - before
-        rows.append(["warm memory (same process)", Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)"])
-        Bench.table(["run", "ms", "image requests", "of served pieces"], rows)
+        rows.append(["warm memory (same process)", Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)", "\(requests.notModified)", "\(requests.bytes)"])
+        Bench.table(["run", "ms", "image requests", "of served pieces", "answered 304", "body bytes"], rows)
+    }
+
+    /// A warm sync where every entry is stale: a gallery sending `max-age=0`, so each of the 26
+    /// pieces costs one conditional request answered 304 (and the 3 missing ones are asked
+    /// again), against a cold sync of the same gallery. Each sync is a new process.
+    static func staleSync() throws {
+        print("## emojiart sync, every entry stale (gallery --max-age 0)\n")
+        let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0", "--max-age", "0"], announcing: #"serving (http://[^/\s]+)"#)
+        defer { gallery.stop() }
+        let cache = Bench.work + "/stale-sync-cache"
+        try? FileManager.default.removeItem(atPath: cache)
+        var rows: [[String]] = []
+        var measured: [(ms: Double, bytes: Int)] = []
+        for label in ["cold", "warm, all stale (new process)"] {
+            let before = try originRequests(gallery.url)
+            let start = ContinuousClock.now
+            _ = try? Bench.run(Bench.emojiart, ["sync", "--gallery", gallery.url, "--cache-dir", cache])
+            let time = start.duration(to: .now)
+            let requests = try originRequests(gallery.url) - before
+            measured.append((time.milliseconds, requests.bytes))
+            rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.notModified)", "\(requests.bytes)"])
+        }
+        rows.append([
+            "warm / cold", Bench.format(measured[1].ms / measured[0].ms) + "x", "", "",
+            Bench.format(Double(measured[1].bytes) / Double(max(1, measured[0].bytes))) + "x",
+        ])
+        Bench.table(["run", "ms", "image requests", "answered 304", "body bytes (feed and images)"], rows)
     }
 
     struct Requests {
         var total = 0
         var served = 0
-        static func - (lhs: Self, rhs: Self) -> Self { Requests(total: lhs.total - rhs.total, served: lhs.served - rhs.served) }
+        var notModified = 0
+        var bytes = 0
+        static func - (lhs: Self, rhs: Self) -> Self {
+            Requests(
+                total: lhs.total - rhs.total, served: lhs.served - rhs.served,
+                notModified: lhs.notModified - rhs.notModified, bytes: lhs.bytes - rhs.bytes
+            )
+        }
     }
 
-    /// Sums the gallery's per-piece image request counters.
+    /// Sums the gallery's per-piece image request counters, and reads its 304s and body bytes.
     static func originRequests(_ gallery: String) throws -> Requests {
         let path = Bench.work + "/gallery-metrics.txt"
         try download(gallery + "/metrics", to: path)
@@ -142,6 +177,14 @@ enum HTTPBench {
             let count = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
             requests.total += count
             if !ArtCatalog.missing.contains(piece) { requests.served += count }
+        }
+        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
+            let count = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
+            if line.hasPrefix(#"gallery_http_requests_total{route="/gallery/image",status="304"}"#) {
+                requests.notModified = count
+            } else if line.hasPrefix("gallery_bytes_served_total ") {
+                requests.bytes = count
+            }
         }
         return requests
     }
