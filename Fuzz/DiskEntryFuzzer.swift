@@ -1,7 +1,7 @@
 // libFuzzer target for the cache's disk entry decoder (`make fuzz`).
 //
 // Built by scripts/fuzz with `swiftc -sanitize=fuzzer,address` together with the decoder's own
-// sources (DiskEntry.swift, Image.swift), so it exercises exactly the code the cache runs. Each
+// sources (DiskEntry.swift and its cache header record, Image.swift, HTTPCaching), so it exercises exactly the code the cache runs. Each
 // input is decoded twice: as it is (nearly always rejected by the checksum), and with its last 8
 // bytes replaced by a valid XXH3 checksum, so that the length checks and the metadata parser see
 // every input too. A trap, an out-of-bounds access or a decoded image that claims bytes the input

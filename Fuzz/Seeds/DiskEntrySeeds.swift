@@ -1,6 +1,8 @@
 // Writes seed entries for the disk entry fuzzer: real entries from the cache's encoder, of every
-// shape (empty and non-empty payloads, with and without a pixel size), all for the key "k".
+// shape (empty and non-empty payloads, with and without a pixel size, with HTTP cache headers and
+// an original's digest), all for the key "k".
 import Foundation
+import HTTPCaching
 
 @main
 enum DiskEntrySeeds {
@@ -11,6 +13,16 @@ enum DiskEntrySeeds {
             Image(data: Array(0..<64), contentType: "image/png", pixelSize: .init(width: 111, height: 200)),
             Image(data: Array(repeating: 0xFF, count: 700), contentType: "image/webp"),
             Image(data: [1, 2, 3], contentType: "application/octet-stream", pixelSize: .init(width: 0, height: 0)),
+            // An original from HTTP: validators, freshness and its digest.
+            Image(
+                data: Array(0..<32), contentType: "image/png",
+                cacheHeaders: CacheHeaders(
+                    fields: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60, stale-while-revalidate=30"), ("Age", "3"),
+                             ("Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                    requestTime: Date(timeIntervalSince1970: 1_700_000_000), responseTime: Date(timeIntervalSince1970: 1_700_000_001)
+                ),
+                originalSHA256: String(repeating: "ab", count: 32)
+            ),
         ]
         for (index, image) in images.enumerated() {
             try Data(DiskEntry.encode(image, key: "k")).write(to: directory.appendingPathComponent("seed-\(index)"))

@@ -34,11 +34,34 @@ public struct Image: Sendable, Hashable {
     /// What the origin said about caching the bytes (validators and freshness, RFC 9111); for a
     /// variant, what it said about the original the variant was made from, so both go stale
     /// together. `nil` for an image that did not come from HTTP: it stays fresh until evicted.
-    public var cacheHeaders: CacheHeaders?
+    public var cacheHeaders: CacheHeaders? {
+        get { provenance?.cacheHeaders }
+        set { provenance = Provenance.make(newValue, originalSHA256) }
+    }
     /// Lowercase hex SHA-256 of the original bytes: of ``data`` for an original fetched by the
     /// pipeline, of the original it was made from for a variant. A variant whose original has
     /// other bytes now is never answered again.
-    public var originalSHA256: String?
+    public var originalSHA256: String? {
+        get { provenance?.originalSHA256 }
+        set { provenance = Provenance.make(cacheHeaders, newValue) }
+    }
+    /// The two above, boxed: an image is copied on every hit, and the headers are large.
+    private var provenance: Provenance?
+
+    /// Where an image's bytes came from; immutable and shared between copies.
+    private final class Provenance: Sendable {
+        let cacheHeaders: CacheHeaders?
+        let originalSHA256: String?
+
+        init(_ cacheHeaders: CacheHeaders?, _ originalSHA256: String?) {
+            self.cacheHeaders = cacheHeaders
+            self.originalSHA256 = originalSHA256
+        }
+
+        static func make(_ cacheHeaders: CacheHeaders?, _ originalSHA256: String?) -> Provenance? {
+            cacheHeaders == nil && originalSHA256 == nil ? nil : Provenance(cacheHeaders, originalSHA256)
+        }
+    }
 
     /// Creates an image.
     public init(
@@ -48,8 +71,7 @@ public struct Image: Sendable, Hashable {
         self.data = data
         self.contentType = contentType
         self.pixelSize = pixelSize
-        self.cacheHeaders = cacheHeaders
-        self.originalSHA256 = originalSHA256
+        provenance = Provenance.make(cacheHeaders, originalSHA256)
     }
 
     public static func == (lhs: Image, rhs: Image) -> Bool {
@@ -63,5 +85,5 @@ public struct Image: Sendable, Hashable {
     }
 
     /// What the image costs in memory, in bytes.
-    public var cost: Int { data.count + contentType.utf8.count + (cacheHeaders == nil ? 64 : 256) }
+    public var cost: Int { data.count + contentType.utf8.count + (provenance == nil ? 64 : 256) }
 }

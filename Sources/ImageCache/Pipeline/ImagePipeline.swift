@@ -343,7 +343,18 @@ final class ImagePipeline: Sendable {
 
     /// Decides by the request's policy, the entry's headers and the wall clock.
     func lookup(_ entry: Image, for request: ImageRequest) -> Lookup {
-        if let source = entry.originalSHA256 {
+        let headers = entry.cacheHeaders
+        let source = entry.originalSHA256
+        // Not from HTTP and nothing known of its bytes (stored by hand, a custom fetcher's):
+        // answered unless the request reloads.
+        if headers == nil, source == nil {
+            switch request.cachePolicy {
+            case .reloadIgnoringCacheData: return .miss
+            case .reloadRevalidatingCacheData: return .revalidate
+            default: return .answer
+            }
+        }
+        if let source {
             if request.processor != nil {
                 if let expected = request.expectedSHA256, expected != source { return .miss }
                 let key = request.original.cacheKey
@@ -359,10 +370,10 @@ final class ImagePipeline: Sendable {
         case .reloadIgnoringCacheData:
             return .miss
         case .reloadRevalidatingCacheData:
-            guard let headers = entry.cacheHeaders, headers.cacheControl.immutable else { return .revalidate }
+            guard let headers, headers.cacheControl.immutable else { return .revalidate }
             return headers.freshness(at: now()).state == .fresh ? .answer : .revalidate
         case .useProtocolCachePolicy:
-            guard let headers = entry.cacheHeaders else { return .answer }  // not from HTTP
+            guard let headers else { return .answer }  // not from HTTP
             switch headers.freshness(at: now()).state {
             case .fresh: return .answer
             case .staleWhileRevalidate: return .answerAndRefresh
