@@ -124,7 +124,11 @@ public actor ImageDatabase {
     /// A variant (a request with a processor) is made from the original, which goes through
     /// the same path, so it is fetched once for all variants and cached on disk too.
     public nonisolated func image(_ request: ImageRequest) async throws -> Image {
-        try await pipeline.image(for: request)
+        // Stage 1 before any suspension: a memory hit is a synchronous lookup.
+        switch pipeline.memoryLookup(request) {
+        case let .answered(image): return image
+        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        }
     }
 
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).

@@ -31,6 +31,13 @@ public final class LiveValue<Value: Sendable>: Sendable {
 
     /// Changes the value and sends the result to every listener.
     public func update(_ change: (inout Value) -> Void) {
+        // Nobody listens: one lock. A listener that arrives later starts from this value.
+        let changed = state.withLock { state in
+            guard state.listeners.isEmpty else { return false }
+            change(&state.value)
+            return true
+        }
+        if changed { return }
         delivery.withLock { _ in
             let (value, listeners) = state.withLock { state in
                 change(&state.value)

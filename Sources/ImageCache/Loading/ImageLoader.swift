@@ -124,7 +124,11 @@ public actor ImageLoader {
     /// Loads `request` from memory, a running download, or the origin; a variant is made from
     /// the original, which is fetched once however many variants ask for it.
     public nonisolated func image(for request: ImageRequest) async throws -> Image {
-        try await pipeline.image(for: request)
+        // Stage 1 before any suspension: a memory hit is a synchronous lookup.
+        switch pipeline.memoryLookup(request) {
+        case let .answered(image): return image
+        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        }
     }
 
     /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a

@@ -102,24 +102,44 @@ final class ImagePipeline: Sendable {
 
     /// Loads `request`: memory, the running flight, disk, origin or processing, store.
     func image(for request: ImageRequest) async throws -> Image {
-        let key = request.cacheKey
-        // 1. Memory.
-        var stale: Image?
-        if request.cachePolicy != .reloadIgnoringCacheData, let entry = memory.touch(key) {
-            switch lookup(entry, for: request) {
-            case .answer:
-                memory.hits.increment()
-                return entry
-            case .answerAndRefresh:
-                memory.hits.increment()
-                answeredStale(entry, for: request, refreshing: true)
-                return entry
-            case .revalidate:
-                stale = entry
-            case .miss:
-                break
-            }
+        switch memoryLookup(request) {
+        case let .answered(image): image
+        case let .notAnswered(stale): try await load(request, stale: stale)
         }
+    }
+
+    /// What stage 1 found.
+    enum MemoryAnswer {
+        /// A usable entry, counted as a hit.
+        case answered(Image)
+        /// Nothing usable: `stale` is an entry to revalidate, if any.
+        case notAnswered(stale: Image?)
+    }
+
+    /// Stage 1, synchronous: a memory hit costs no task, no hop and no suspension. Faces call
+    /// it before they await anything.
+    func memoryLookup(_ request: ImageRequest) -> MemoryAnswer {
+        guard request.cachePolicy != .reloadIgnoringCacheData, let entry = memory.touch(request.cacheKey) else {
+            return .notAnswered(stale: nil)
+        }
+        switch lookup(entry, for: request) {
+        case .answer:
+            memory.hits.increment()
+            return .answered(entry)
+        case .answerAndRefresh:
+            memory.hits.increment()
+            answeredStale(entry, for: request, refreshing: true)
+            return .answered(entry)
+        case .revalidate:
+            return .notAnswered(stale: entry)
+        case .miss:
+            return .notAnswered(stale: nil)
+        }
+    }
+
+    /// Stages 2-6, after memory could not answer: the flight of the key, led or joined.
+    func load(_ request: ImageRequest, stale: Image?) async throws -> Image {
+        let key = request.cacheKey
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
         while true {
