@@ -40,6 +40,7 @@ import TestSupport
                 #expect(html.contains("78 verified · 9 missing"))
                 #expect(html.contains("Clear memory cache") && html.contains("Clear disk cache"))
                 #expect(html.contains("id=\"memory-hits\"") && html.contains("id=\"origin-fetches\""))
+                #expect(html.contains("id=\"revalidations\"") && html.contains("id=\"refreshed\"") && html.contains("id=\"stale-answers\""))
             }
         }
     }
@@ -123,6 +124,10 @@ import TestSupport
             #expect(text.contains(#"emojiart_cache_hits_total{tier="in_flight"} \#(stats.coalesced)"#))
             #expect(text.contains("emojiart_origin_fetches_total 29"))
             #expect(text.contains("emojiart_load_failures_total 3"))
+            // The freshness counters are there from the start (the feed's 304s are not images').
+            for counter in ["revalidations", "refreshed", "stale_answers"] {
+                #expect(text.contains("emojiart_\(counter)_total 0"), "\(counter)")
+            }
             #expect(text.contains("emojiart_disk_entries 28"))
             #expect(text.contains("emojiart_disk_bytes \(stats.diskBytes)") && stats.diskBytes > 26 * 10_000)
             #expect(text.contains("emojiart_memory_entries \(stats.memoryEntries)"))

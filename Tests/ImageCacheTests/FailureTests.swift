@@ -135,6 +135,23 @@ import TestSupport
         #expect(error?.description.contains("running") == true)
     }
 
+    @Test func anOriginThatRefusedAConnectionIsNotAskedAgainForAMoment() async throws {
+        let deadURL = try await TestOrigin().run { base in base }
+        let fetcher = HTTPImageFetcher(unreachableBackoff: .seconds(60))
+        let request = ImageRequest(url: deadURL.appendingPathComponent("images/a"))
+        await #expect(throws: ImageLoader.Error.self) { try await fetcher.fetch(request) }
+        // The second request is not sent: it fails at once and says why.
+        let error = await #expect(throws: ImageLoader.Error.self) {
+            try await fetcher.fetch(ImageRequest(url: deadURL.appendingPathComponent("images/b")))
+        }
+        guard case let .connectionFailed(_, reason) = error else { Issue.record("got \(String(describing: error))"); return }
+        #expect(reason.contains("not asking again yet"), "\(reason)")
+        // Another fetcher has its own memory and tries.
+        let other = await #expect(throws: ImageLoader.Error.self) { try await HTTPImageFetcher().fetch(request) }
+        guard case let .connectionFailed(_, fresh) = other else { Issue.record("got \(String(describing: other))"); return }
+        #expect(!fresh.contains("not asking again"))
+    }
+
     @Test func processingFailureIsPermanent() async throws {
         let origin = TestOrigin()
         origin.set("art", .image(payload(1)))
