@@ -137,6 +137,50 @@ import TestSupport
         }
     }
 
+    @Test func theWebAppNoticesARevisionWhenTheCatalogIsLoaded() async throws {
+        try await withGallery { gallery in
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: testGalleryTrust, now: clock.now)
+            let configuration = AppConfiguration(port: 0, galleryURL: gallery, trust: testGalleryTrust)
+            let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+            await model.loadAndVerify()
+            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            try await app.test(.router) { client in
+                func thumbnail(_ piece: Int) async throws -> [UInt8] {
+                    try await client.execute(uri: "/thumbs/\(piece)", method: .get) { [UInt8](buffer: $0.body) }
+                }
+                // An unchanged feed: the catalog as it was, for one 304.
+                let before = try await counts(gallery)
+                try await client.execute(uri: "/", method: .get) { response in
+                    #expect(String(buffer: response.body).contains("78 verified"))
+                }
+                #expect(try await counts(gallery).requests["/gallery/images 304"] == (before.requests["/gallery/images 304"] ?? 0) + 1)
+
+                var request = URLRequest(url: gallery.appendingPathComponent("gallery/test/revise"))
+                request.httpMethod = "POST"
+                let (answer, _) = try await URLSession.shared.data(for: request)
+                struct Revision: Decodable { var pieces: [Int] }
+                let revised = try JSONDecoder().decode(Revision.self, from: answer).pieces
+                var old: [Int: [UInt8]] = [:]
+                for piece in revised { old[piece] = try await thumbnail(piece) }
+
+                // The next load of the catalog finds the new feed and verifies it again.
+                try await client.execute(uri: "/", method: .get) { response in
+                    #expect(String(buffer: response.body).contains("Verifying"))
+                }
+                await model.waitUntilDone()
+                try await client.execute(uri: "/", method: .get) { response in
+                    #expect(String(buffer: response.body).contains("78 verified"))
+                }
+                for piece in revised {
+                    let new = try await thumbnail(piece)
+                    #expect(new != old[piece], "piece \(piece) shows its new art")
+                }
+                #expect(await database.stats().refreshed == 3)
+            }
+        }
+    }
+
     @Test func noStoreAnswersLeaveNothingOnDisk() async throws {
         try await withGallery(cacheControl: "no-store") { gallery in
             let report = try await sync(gallery)

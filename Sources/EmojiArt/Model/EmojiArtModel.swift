@@ -113,11 +113,13 @@ public actor EmojiArtModel {
     /// The status of each feed entry, by index in ``imageFeed``.
     public internal(set) var statuses: [VerificationStatus] = []
 
+    /// The bytes of the feed in use, to tell a changed feed from the same one again.
+    var adoptedFeed: [UInt8] = []
     let client: HTTPClient
     let authenticator: FeedAuthenticator
     let logger: Logger
     let now: @Sendable () -> Date
-    private var run: Task<Void, Never>?
+    var run: Task<Void, Never>?
 
     /// Creates a model.
     /// - Parameters:

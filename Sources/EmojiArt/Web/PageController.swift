@@ -26,6 +26,9 @@ struct PageController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func home(_ request: Request, context: Context) async throws -> Response {
+        // Loading the catalog asks whether the feed changed (a 304 when it did not): new art
+        // is verified and shown without a restart.
+        if services.model.phase.value == .ready { await services.model.refreshIfFeedChanged() }
         switch services.model.phase.value {
         case .idle, .loadingFeed, .verifying:
             let progress = services.model.progress.value
