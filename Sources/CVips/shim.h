@@ -28,6 +28,49 @@ static inline int cvips_thumbnail_buffer(void *buf, size_t len, VipsImage **out,
                                  NULL);
 }
 
+/// Lanczos-3 resize by separate horizontal and vertical scales.
+static inline int cvips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
+    return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
+}
+
+/// Multiplies colour by alpha (the result is float).
+static inline int cvips_premultiply(VipsImage *in, VipsImage **out) {
+    return vips_premultiply(in, out, NULL);
+}
+
+/// Divides colour by alpha (the result is float).
+static inline int cvips_unpremultiply(VipsImage *in, VipsImage **out) {
+    return vips_unpremultiply(in, out, NULL);
+}
+
+/// Decodes every pixel now, into memory owned by the new image.
+static inline int cvips_copy_memory(VipsImage *in, VipsImage **out) {
+    *out = vips_image_copy_memory(in);
+    return *out ? 0 : -1;
+}
+
+/// The mean of |a - b| over every pixel and band; with alpha, of the premultiplied values (what
+/// is seen: the colour of a nearly transparent pixel hardly matters).
+static inline int cvips_mean_abs_difference(VipsImage *a, VipsImage *b, double *out) {
+    VipsImage *pa = NULL, *pb = NULL, *difference = NULL, *magnitude = NULL;
+    int status = 0;
+    if (vips_image_hasalpha(a)) {
+        status = vips_premultiply(a, &pa, NULL);
+        if (status == 0) status = vips_premultiply(b, &pb, NULL);
+    } else {
+        pa = a; g_object_ref(a);
+        pb = b; g_object_ref(b);
+    }
+    if (status == 0) status = vips_subtract(pa, pb, &difference, NULL);
+    if (status == 0) status = vips_abs(difference, &magnitude, NULL);
+    if (status == 0) status = vips_avg(magnitude, out, NULL);
+    if (magnitude) g_object_unref(magnitude);
+    if (difference) g_object_unref(difference);
+    if (pb) g_object_unref(pb);
+    if (pa) g_object_unref(pa);
+    return status;
+}
+
 static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
     return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
 }

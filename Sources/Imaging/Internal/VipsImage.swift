@@ -30,6 +30,11 @@ final class VipsImage {
     var height: Int { Int(vips_image_get_height(pointer)) }
     var bands: Int { Int(vips_image_get_bands(pointer)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    /// Whether the pixels are 8-bit sRGB, with or without alpha.
+    var isEightBitRGB: Bool {
+        vips_image_get_format(pointer) == VIPS_FORMAT_UCHAR && (bands == 3 || bands == 4)
+            && vips_image_get_interpretation(pointer) == VIPS_INTERPRETATION_sRGB
+    }
 
     /// Encodes to `format`; the returned bytes are copied out of libvips' buffer.
     func encode(_ format: OutputFormat, failure: ((String) -> Imaging.Error)? = nil) throws(Imaging.Error) -> [UInt8] {
