@@ -30,6 +30,8 @@ bench:
 	@scripts/bootstrap bench
 	@test -x .build-bench/venv/bin/python && .build-bench/venv/bin/python -c "import PIL, pyvips" 2>/dev/null || \
 	  { python3 -m venv .build-bench/venv && .build-bench/venv/bin/pip install --quiet --disable-pip-version-check "pillow>=10" "pyvips>=2.2"; }
+	@test -x .build-bench/thumbor-venv/bin/thumbor || \
+	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
 	$(SWIFT) build -c release --product emojiart-bench
 	$(SWIFT) build -c release --product emojiart
 	.build/release/emojiart-bench $(ARGS)

@@ -7,15 +7,15 @@ import Imaging
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emojiart-bench",
-        abstract: "Benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary); prints ratios.",
+        abstract: "Benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary); prints ratios.",
         discussion: "Run from the repository root after `make bench` has built the release binaries and the Python environment."
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app
+        case imaging, cache, fetch, gallery, app, peers
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, peers (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -35,6 +35,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .fetch: try await FetchBench.run(seconds: seconds)
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
+            case .peers: try await PeersBench.run(seconds: max(3, Int(seconds * 2)))
             }
         }
     }

@@ -154,13 +154,15 @@ final class Nginx {
     let prefix: String
     private let process = Process()
 
-    /// Starts nginx with `locations` (nginx config text) on a free port.
-    init(root: String, locations: String) throws {
+    /// Starts nginx with `locations` (nginx config text) on a free port; `main` goes at the top
+    /// of the configuration (`load_module`), `http` inside its `http` block (caches, more servers).
+    init(root: String, locations: String, main: String = "", http: String = "") throws {
         guard let nginx = Bench.which("nginx") else { throw BenchError("nginx is missing: run scripts/bootstrap bench") }
         port = Bench.freePort()
         prefix = Bench.work + "/nginx-\(port)"
         try FileManager.default.createDirectory(atPath: prefix + "/logs", withIntermediateDirectories: true)
         let config = """
+        \(main)
         worker_processes 2;
         error_log \(prefix)/logs/error.log warn;
         pid \(prefix)/nginx.pid;
@@ -170,6 +172,7 @@ final class Nginx {
           sendfile on;
           tcp_nopush on;
           keepalive_requests 1000000;
+          \(http)
           server {
             listen 127.0.0.1:\(port);
             root \(root);
