@@ -66,6 +66,17 @@ import TestSupport
         }
     }
 
+    @Test func aReloadInFlightIsListedUnderItsOwnKey() async throws {
+        let fetcher = GatedFetcher()
+        let loader = ImageLoader(fetcher: fetcher)
+        let url = URL(string: "http://127.0.0.1:1/y")!
+        let task = Task { try await loader.image(for: ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData)) }
+        await reach(fetcher.started, 1)
+        #expect(Array(await loader.cache.keys) == [url.absoluteString])
+        fetcher.open()
+        _ = try await task.value
+    }
+
     @Test func databaseStreamsCountDiskAndOriginAccess() async throws {
         let origin = TestOrigin()
         origin.set("s", .image(payload(5)))

@@ -151,7 +151,14 @@ public actor ImageLoader {
     /// The state of `key`: in progress, completed (in memory) or failed (not yet expired).
     public func state(forKey key: String) -> DownloadState? {
         let now = pipeline.clock.now
-        let (work, failure) = pipeline.flights.withLock { ($0.flights[key]?.work, $0.failure(key, now: now)) }
+        let (work, failure) = pipeline.flights.withLock { flights in
+            // A lookup's flight, else a reload's or a revalidation's of the same key.
+            var work: Task<Image, any Swift.Error>?
+            for flightKey in [key] + ImagePipeline.flightSuffixes.map({ key + $0 }) where work == nil {
+                work = flights.flights[flightKey]?.work
+            }
+            return (work, flights.failure(key, now: now))
+        }
         if let work { return .inProgress(work) }
         if let image = memory.peek(key) { return .completed(image) }
         if let failure { return .failed(failure.failure, until: failure.until) }
@@ -165,9 +172,11 @@ public actor ImageLoader {
 
     /// Every key's state, as the book's `cache` dictionary.
     public var cache: [String: DownloadState] {
+        // A reload's or a revalidation's flight runs under its key plus a suffix: list the key.
         let keys = pipeline.flights.withLock { Set($0.flights.keys).union($0.failures.keys) }
+            .map { ImagePipeline.cacheKey(ofFlight: $0) }
         var states: [String: DownloadState] = [:]
-        for key in keys.union(memory.keys) {
+        for key in Set(keys).union(memory.keys) {
             states[key] = state(forKey: key)
         }
         return states

@@ -167,10 +167,18 @@ final class ImagePipeline: Sendable {
     /// what may be fresh, never joins a plain lookup that a disk hit can answer.
     static func flightKey(_ request: ImageRequest) -> String {
         switch request.cachePolicy {
-        case .reloadIgnoringCacheData: request.cacheKey + "\u{0}reload"
-        case .reloadRevalidatingCacheData: request.cacheKey + "\u{0}revalidate"
+        case .reloadIgnoringCacheData: request.cacheKey + flightSuffixes[0]
+        case .reloadRevalidatingCacheData: request.cacheKey + flightSuffixes[1]
         default: request.cacheKey
         }
+    }
+
+    /// What a reload's and a revalidation's flight keys add to the cache key.
+    static let flightSuffixes = ["\u{0}reload", "\u{0}revalidate"]
+
+    /// The cache key a flight key belongs to (see ``flightKey(_:)``).
+    static func cacheKey(ofFlight flightKey: String) -> String {
+        flightKey.firstIndex(of: "\u{0}").map { String(flightKey[..<$0]) } ?? flightKey
     }
 
     /// The leader's part: the disk in its own task, then, on a miss, hand the rest to work that
