@@ -177,6 +177,8 @@ import TestSupport
                     #expect(new != old[piece], "piece \(piece) shows its new art")
                 }
                 #expect(await database.stats().refreshed == 3)
+                let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                #expect(metrics.contains("emojiart_refreshed_total 3"), "\(metrics)")
             }
         }
     }

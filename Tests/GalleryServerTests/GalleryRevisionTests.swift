@@ -10,7 +10,7 @@ import Testing
 import TestSupport
 
 /// New art at unchanged URLs, and the gallery's dates from its injected clock, over a socket.
-@Suite struct GalleryRevisionTests {
+@Suite(.timeLimit(.minutes(1))) struct GalleryRevisionTests {
     struct Answer: Sendable {
         var status: UInt
         var headers: HTTPHeaders
@@ -82,6 +82,26 @@ import TestSupport
             #expect(secondRevision.revision == 2)
             let third = try checksums(try await get(base + "/gallery/images").body)
             #expect(third != newChecksums)
+        }
+    }
+
+    @Test func timedRevisionsPublishEveryIntervalOnTheGallerysClock() async throws {
+        let clock = ManualClock()
+        let configuration = GalleryConfiguration(port: 0, clock: clock, revisionInterval: .seconds(60))
+        try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            let feed = "http://127.0.0.1:\(port)/gallery/images"
+            let first = try await get(feed).headers.first(name: "etag")
+            await clock.waitForSleepers()
+            clock.advance(by: .seconds(59))
+            #expect(try await get(feed).headers.first(name: "etag") == first, "not yet")
+            clock.advance(by: .seconds(1))
+            // The timer sleeps again once the revision is published.
+            await clock.waitForSleepers()
+            let second = try await get(feed).headers.first(name: "etag")
+            #expect(second != first)
+            clock.advance(by: .seconds(60))
+            await clock.waitForSleepers()
+            #expect(try await get(feed).headers.first(name: "etag") != second)
         }
     }
 
