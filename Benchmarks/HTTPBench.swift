@@ -12,7 +12,7 @@ enum HTTPBench {
         defer { gallery.stop() }
         let root = Bench.work + "/nginx-gallery"
         try FileManager.default.createDirectory(atPath: root + "/pieces", withIntermediateDirectories: true)
-        for piece in ArtCatalog.served {
+        for piece in ArtCatalog.book.served {
             try download(gallery.url + "/gallery/image?\(piece)", to: root + "/pieces/\(piece).png")
         }
         try download(gallery.url + "/gallery/images", to: root + "/feed.json")
@@ -21,7 +21,7 @@ enum HTTPBench {
             location = /gallery/images { default_type application/json; try_files /feed.json =404; }
             """)
         defer { nginx.stop() }
-        let paths = ArtCatalog.served.map { "/gallery/image?\($0)" }
+        let paths = ArtCatalog.book.served.map { "/gallery/image?\($0)" }
         let ours = try Bench.wrk(gallery.url, paths: paths, seconds: seconds)
         let anchor = try Bench.wrk(nginx.base, paths: paths, seconds: seconds)
         let oursFeed = try Bench.wrk(gallery.url, paths: ["/gallery/images"], seconds: seconds)
@@ -38,7 +38,7 @@ enum HTTPBench {
     /// dictionary, no metrics, no ETag, no faults.
     static func bareHummingbird(root: String, paths: [String], seconds: Int) async throws -> Double {
         var pieces: [String: ByteBuffer] = [:]
-        for piece in ArtCatalog.served {
+        for piece in ArtCatalog.book.served {
             pieces["\(piece)"] = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: root + "/pieces/\(piece).png")))
         }
         let router = Router()
@@ -87,12 +87,12 @@ enum HTTPBench {
         }
         let root = Bench.work + "/nginx-thumbs"
         try FileManager.default.createDirectory(atPath: root + "/thumbs", withIntermediateDirectories: true)
-        for piece in ArtCatalog.served {
+        for piece in ArtCatalog.book.served {
             try download(app.url + "/thumbs/\(piece)", to: root + "/thumbs/\(piece)")  // also warms memory
         }
         let nginx = try Nginx(root: root, locations: "location /thumbs/ { default_type image/png; }")
         defer { nginx.stop() }
-        let paths = ArtCatalog.served.map { "/thumbs/\($0)" }
+        let paths = ArtCatalog.book.served.map { "/thumbs/\($0)" }
         let ours = try Bench.wrk(app.url, paths: paths, seconds: seconds)
         let anchor = try Bench.wrk(nginx.base, paths: paths, seconds: seconds)
         Bench.table(["route", "app req/s", "nginx req/s", "ratio"], [
@@ -184,7 +184,7 @@ enum HTTPBench {
             let piece = Int(line.split(separator: "\"")[1]) ?? -1
             let count = Int(Double(line.split(separator: " ").last ?? "") ?? 0)
             requests.total += count
-            if !ArtCatalog.missing.contains(piece) { requests.served += count }
+            if !ArtCatalog.book.missing.contains(piece) { requests.served += count }
         }
         for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
             let count = Int(Double(line.split(separator: " ").last ?? "") ?? 0)

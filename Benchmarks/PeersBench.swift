@@ -17,7 +17,7 @@ enum PeersBench {
         print("## Peers: a \(box)x\(box) fit-in PNG of each of the 26 served pieces, the gallery as origin\n")
         let gallery = try Server(Bench.emojiart, ["gallery", "--port", "0"], announcing: #"serving (http://[^/\s]+)"#)
         defer { gallery.stop() }
-        let pieces = ArtCatalog.served
+        let pieces = ArtCatalog.book.served
 
         // Ours, cold: the cache library with a fresh directory (nothing fetched before, unlike the
         // app, which verifies every original at start), 8 at a time.

@@ -29,8 +29,10 @@ public struct GalleryConfiguration: Sendable {
     /// move.
     public var now: @Sendable () -> Date
     /// Every image's `Cache-Control`: `public, max-age=3600` by default (see
-    /// ``init(host:port:seed:faults:imageGate:clock:signingKey:signatureLifetime:now:maxAge:cacheControl:revisionInterval:)``).
+    /// ``init(host:port:seed:faults:imageGate:clock:signingKey:signatureLifetime:now:maxAge:cacheControl:revisionInterval:catalog:)``).
     public var cacheControl: String
+    /// The pieces: the book's 29 by default; more make the gallery a load generator.
+    public var catalog: ArtCatalog
     /// How often the gallery publishes a revision (new bytes for a few pieces); `nil` (never) by
     /// default, as in the book. `.zero` publishes one only when `POST /gallery/test/revise`
     /// asks, a route served whenever this is set.
@@ -50,7 +52,7 @@ public struct GalleryConfiguration: Sendable {
         imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock(),
         signingKey: SigningKey = .init(), signatureLifetime: Duration = .seconds(3600),
         now: @escaping @Sendable () -> Date = { Date() }, maxAge: Int = 3600, cacheControl: String? = nil,
-        revisionInterval: Duration? = nil
+        revisionInterval: Duration? = nil, catalog: ArtCatalog = .book
     ) {
         self.host = host
         self.port = port
@@ -63,6 +65,7 @@ public struct GalleryConfiguration: Sendable {
         self.now = now
         self.cacheControl = cacheControl ?? "public, max-age=\(max(0, maxAge))"
         self.revisionInterval = revisionInterval
+        self.catalog = catalog
     }
 
     /// The fingerprint of ``signingKey``'s public key: its RFC 7638 JWK thumbprint.
@@ -80,8 +83,8 @@ public enum Gallery {
         logger: Logger = Logger(label: "gallery"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> GalleryApplication {
-        let art = try await ArtStore.load()
-        let metrics = GalleryMetrics()
+        let art = try await ArtStore.load(configuration.catalog)
+        let metrics = GalleryMetrics(catalog: configuration.catalog)
         metrics.rendered(in: art.renderTime)
         logger.info("rendered \(art.pieces.count) pieces in \(art.renderTime)")
         logger.info("the feed is signed with key \(configuration.keyFingerprint) (Ed25519, published at /gallery/key)")
@@ -127,7 +130,7 @@ public enum Gallery {
         if configuration.revisionInterval != nil {
             router.addRoutes(RevisionController<BasicRequestContext>(publication: publication).endpoints, atPath: "/gallery/test")
         }
-        router.addRoutes(OpsController(metrics: metrics, pieces: ArtCatalog.served.count).endpoints)
+        router.addRoutes(OpsController(metrics: metrics, pieces: configuration.catalog.served.count).endpoints)
         return router
     }
 }

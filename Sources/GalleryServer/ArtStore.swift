@@ -1,11 +1,13 @@
 import Crypto
 import Imaging
 public import NIOCore
+import Synchronization
 
 /// The rendered art of every piece, in memory, with checksums.
 ///
-/// Rendering is deterministic, so it happens once per process: every `ArtStore` shares one
-/// render of all pieces, done in parallel on first use. Immutable after creation; `Sendable`.
+/// Rendering is deterministic, so it happens once per process and catalog: every `ArtStore` of
+/// one catalog shares one render of all its pieces, done in parallel on first use. Immutable
+/// after creation; `Sendable`.
 public struct ArtStore: Sendable {
     /// One rendered piece.
     public struct Piece: Sendable {
@@ -19,33 +21,53 @@ public struct ArtStore: Sendable {
         public var etag: String { "\"\(sha256)\"" }
     }
 
+    /// What was rendered.
+    public let catalog: ArtCatalog
     /// Every piece by number, including the missing ones (their checksum says what they would be).
     public let pieces: [Piece]
     /// How long rendering took, for the log.
     public let renderTime: Duration
 
-    /// Returns the process-wide render, rendering it on the first call.
+    /// Returns the process-wide render of `catalog`, rendering it on the first call.
     /// - Throws: `Imaging.Error` when libvips or the emoji font is unavailable.
-    public static func load() async throws -> ArtStore {
-        try await shared.value
+    public static func load(_ catalog: ArtCatalog = .book) async throws -> ArtStore {
+        let render = renders.withLock { renders in
+            if let render = renders[catalog.count] { return render }
+            let render = Task { try await Self.render(catalog) }
+            renders[catalog.count] = render
+            return render
+        }
+        return try await render.value
     }
 
-    private static let shared = Task<ArtStore, any Error> {
+    /// One render per catalog size (a catalog is fixed by its size).
+    private static let renders = Mutex<[Int: Task<ArtStore, any Error>]>([:])
+
+    private static func render(_ catalog: ArtCatalog) async throws -> ArtStore {
         let clock = ContinuousClock()
         let start = clock.now
         let renderer = ArtRenderer()
         let pieces = try await withThrowingTaskGroup(of: (Int, Piece).self) { group in
-            for piece in 0..<ArtCatalog.count {
+            // A few at a time: a large gallery renders in parallel without a task per piece.
+            var next = 0
+            func addNext() {
+                guard next < catalog.count else { return }
+                let piece = next
+                next += 1
                 group.addTask {
-                    let png = try renderer.render(emoji: String(ArtCatalog.emoji[piece]), palette: .init(piece: piece))
+                    let png = try renderer.render(emoji: String(catalog.emoji[piece]), palette: .init(piece: piece))
                     let digest = SHA256.hash(data: png).hexDigest
                     return (piece, Piece(png: ByteBuffer(bytes: png), sha256: digest))
                 }
             }
-            var byNumber = [Piece?](repeating: nil, count: ArtCatalog.count)
-            for try await (number, piece) in group { byNumber[number] = piece }
+            for _ in 0..<8 { addNext() }
+            var byNumber = [Piece?](repeating: nil, count: catalog.count)
+            for try await (number, piece) in group {
+                byNumber[number] = piece
+                addNext()
+            }
             return byNumber.map { $0! }
         }
-        return ArtStore(pieces: pieces, renderTime: start.duration(to: clock.now))
+        return ArtStore(catalog: catalog, pieces: pieces, renderTime: start.duration(to: clock.now))
     }
 }

@@ -18,8 +18,8 @@ public final class GalleryMetrics: Sendable {
     private let bytesCounter: CoreMetrics.Counter
     private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
 
-    /// Creates counters in a new registry.
-    public init() {
+    /// Creates counters in a new registry, one per piece of `catalog`.
+    public init(catalog: ArtCatalog = .book) {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -27,7 +27,7 @@ public final class GalleryMetrics: Sendable {
             .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1),
         ]
         self.factory = factory
-        pieceCounters = (0..<ArtCatalog.count).map {
+        pieceCounters = (0..<catalog.count).map {
             Counter(label: "gallery_image_requests_total", dimensions: [("piece", "\($0)")], factory: factory)
         }
         invalidPieceCounter = Counter(label: "gallery_image_requests_total", dimensions: [("piece", "invalid")], factory: factory)

@@ -10,6 +10,8 @@ import Synchronization
 public struct Edition: Sendable {
     /// 0 for the art the gallery started with, then one more per revision.
     public let revision: Int
+    /// What the pieces are.
+    public let catalog: ArtCatalog
     /// Every piece by number, missing ones included.
     public let pieces: [ArtStore.Piece]
     /// When each piece's bytes last changed: its `Last-Modified`.
@@ -26,8 +28,12 @@ public struct Edition: Sendable {
     let feedDigest: String
     let imageDigests: [String]
 
-    init(revision: Int, seed: UInt64, pieces: [ArtStore.Piece], modified: [Date], revisedPieces: [Int], feedModified: Date) throws {
+    init(
+        revision: Int, seed: UInt64, catalog: ArtCatalog, pieces: [ArtStore.Piece], modified: [Date], revisedPieces: [Int],
+        feedModified: Date
+    ) throws {
         self.revision = revision
+        self.catalog = catalog
         self.pieces = pieces
         self.modified = modified
         self.revisedPieces = revisedPieces
@@ -35,7 +41,7 @@ public struct Edition: Sendable {
         imageDigests = pieces.map { ContentDigest.fieldValue(for: $0.png.readableBytesView) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json = try encoder.encode(Feed.make(seed: seed, checksums: pieces.map(\.checksum)))
+        let json = try encoder.encode(Feed.make(seed: seed, catalog: catalog, checksums: pieces.map(\.checksum)))
         feed = ByteBuffer(bytes: json)
         feedETag = "\"" + SHA256.hash(data: json).hexDigest + "\""
         feedDigest = ContentDigest.fieldValue(for: json)
@@ -65,7 +71,7 @@ public actor Publication {
         self.now = now
         let published = now()
         state = Mutex(try Edition(
-            revision: 0, seed: seed, pieces: art.pieces, modified: Array(repeating: published, count: art.pieces.count),
+            revision: 0, seed: seed, catalog: art.catalog, pieces: art.pieces, modified: Array(repeating: published, count: art.pieces.count),
             revisedPieces: [], feedModified: published
         ))
     }
@@ -79,7 +85,7 @@ public actor Publication {
     public func revise() throws -> Edition {
         let previous = current
         let revision = previous.revision + 1
-        let chosen = Self.pieces(revisedIn: revision, seed: seed)
+        let chosen = Self.pieces(revisedIn: revision, seed: seed, catalog: previous.catalog)
         let renderer = ArtRenderer()
         var pieces = previous.pieces
         var modified = previous.modified
@@ -89,20 +95,20 @@ public actor Publication {
             // revision of a piece has new bytes.
             let palette = ArtRenderer.Palette(piece: number + 1 + revision % 2)
             let shift = 16 * (revision % 12 + 1) - 96
-            let png = try renderer.render(emoji: String(ArtCatalog.emoji[number]), palette: palette, shift: shift == 0 ? 112 : shift)
+            let png = try renderer.render(emoji: String(previous.catalog.emoji[number]), palette: palette, shift: shift == 0 ? 112 : shift)
             pieces[number] = ArtStore.Piece(png: ByteBuffer(bytes: png), sha256: SHA256.hash(data: png).hexDigest)
             modified[number] = date
         }
         let edition = try Edition(
-            revision: revision, seed: seed, pieces: pieces, modified: modified, revisedPieces: chosen, feedModified: date
+            revision: revision, seed: seed, catalog: previous.catalog, pieces: pieces, modified: modified, revisedPieces: chosen, feedModified: date
         )
         state.withLock { $0 = edition }
         return edition
     }
 
     /// The pieces revision `revision` changes: ``piecesPerRevision`` distinct served pieces.
-    static func pieces(revisedIn revision: Int, seed: UInt64) -> [Int] {
+    static func pieces(revisedIn revision: Int, seed: UInt64, catalog: ArtCatalog = .book) -> [Int] {
         var random = SeededRandom(seed: seed ^ (UInt64(revision) &* 0xD1B5_4A32_D192_ED03))
-        return Array(ArtCatalog.served.shuffled(using: &random).prefix(piecesPerRevision)).sorted()
+        return Array(catalog.served.shuffled(using: &random).prefix(piecesPerRevision)).sorted()
     }
 }

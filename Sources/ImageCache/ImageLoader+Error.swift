@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything that can go wrong loading or caching an image.
 extension ImageLoader {
     /// The ImageCache module's error; cases carry what is needed to act on them.
@@ -23,6 +25,10 @@ extension ImageLoader {
         /// The request's cache policy forbids loading (``CachePolicy/returnCacheDataDontLoad``,
         /// offline) and the cache has no entry for it.
         case notCached(url: String)
+        /// More work than the pipeline takes: the queue of `stage` was full and this background
+        /// work (a prefetch, a refresh) was refused (`waited` is `nil`), or this work waited
+        /// `waited` for a slot beyond the queue's capacity. Nothing is remembered: ask again.
+        case tooBusy(stage: String, waited: Duration?)
 
         /// Whether the origin could not be reached at all (refused, reset, timed out), as opposed
         /// to answering with an error: a stale entry may then be answered (RFC 9111 4.2.4).
@@ -39,7 +45,7 @@ extension ImageLoader {
         public var isTransient: Bool {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
-            case .timeout, .connectionFailed, .diskFailure, .corruptEntry, .notCached: true
+            case .timeout, .connectionFailed, .diskFailure, .corruptEntry, .notCached, .tooBusy: true
             case .invalidURL, .bodyTooLarge, .checksumMismatch, .processingFailed: false
             }
         }
@@ -66,6 +72,10 @@ extension ImageLoader {
                 "cache entry \(file) is corrupt (\(reason)): it was deleted and will be fetched again"
             case let .notCached(url):
                 "\(url) is not in the cache and loading is off (offline): load it once online first"
+            case let .tooBusy(stage, nil):
+                "the \(stage) queue is full and this background work (a prefetch or a refresh) was refused: it runs when asked again"
+            case let .tooBusy(stage, waited?):
+                "too many images are being prepared; try again (waited \(waited.formatted(.units(allowed: [.seconds, .milliseconds]))) for a \(stage) slot)"
             case let .diskFailure(path, reason):
                 "disk cache at \(path) failed (\(reason)): images still load from memory and network; check free space and permissions or pass another cache directory"
             }

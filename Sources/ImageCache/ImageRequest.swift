@@ -23,6 +23,9 @@ public struct ImageRequest: Sendable {
     /// How this request uses the cache; HTTP's rules by default. A variant's original is loaded
     /// under the same policy.
     public var cachePolicy: CachePolicy
+    /// Where this request's work goes in each stage's queue; ``Priority/normal`` by default. To
+    /// change it while the request waits, start it as an ``ImageTask``.
+    public var priority: Priority
 
     /// Creates a request.
     /// - Parameter expectedSHA256: hex digest, with or without a `sha256:` prefix.
@@ -32,7 +35,8 @@ public struct ImageRequest: Sendable {
         expectedSHA256: String? = nil,
         headers: [String: String] = [:],
         retryingFailures: Bool = false,
-        cachePolicy: CachePolicy = .useProtocolCachePolicy
+        cachePolicy: CachePolicy = .useProtocolCachePolicy,
+        priority: Priority = .normal
     ) {
         self.url = url
         self.processor = processor
@@ -43,6 +47,7 @@ public struct ImageRequest: Sendable {
         self.headers = headers
         self.retryingFailures = retryingFailures
         self.cachePolicy = cachePolicy
+        self.priority = priority
     }
 
     /// Creates a request for the original bytes of a `URLRequest`: its URL, headers and cache

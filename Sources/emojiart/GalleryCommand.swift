@@ -30,6 +30,10 @@ struct GalleryCommand: AsyncParsableCommand {
             If-Modified-Since) are answered 304. The feed is no-cache: clients revalidate it on every load. \
             --revise-every S publishes new art every S seconds: three pieces get new bytes, the feed their new \
             checksums; with 0, only POST /gallery/test/revise publishes one (the route exists whenever the option is given).
+
+            --pieces N serves a larger gallery, as a load generator: the book's 29 pieces first, then further emoji in \
+            Unicode order, each with its Unicode name, on the same three palettes; every tenth piece (0, 10, 20, ...) is \
+            listed but missing, and the feed lists each piece three times. All pieces are rendered at start.
             """
     )
 
@@ -46,6 +50,9 @@ struct GalleryCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Publish new art for three pieces every S seconds; 0: only when POST /gallery/test/revise asks.", valueName: "seconds"))
     var reviseEvery: Int?
+
+    @Option(help: ArgumentHelp("Pieces of art in the gallery: the book's 29 by default, at most \(ArtCatalog.maxPieces).", valueName: "N"))
+    var pieces: Int = ArtCatalog.book.count
 
     @Option(help: "Delay each image request by this many milliseconds.")
     var latency: Int = 0
@@ -72,6 +79,11 @@ struct GalleryCommand: AsyncParsableCommand {
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
         guard maxAge >= 0 else { throw ValidationError("--max-age must be >= 0 seconds") }
         if let reviseEvery, reviseEvery < 0 { throw ValidationError("--revise-every must be >= 0 seconds") }
+        do {
+            _ = try ArtCatalog(pieces: pieces)
+        } catch {
+            throw ValidationError("--pieces: \(error)")
+        }
         if let cacheControl, cacheControl.contains(where: \.isNewline) {
             throw ValidationError("--cache-control must be one line")
         }
@@ -92,7 +104,7 @@ struct GalleryCommand: AsyncParsableCommand {
             ),
             imageGate: holdImages ? ImageGate() : nil,
             signingKey: key, maxAge: maxAge, cacheControl: cacheControl,
-            revisionInterval: reviseEvery.map { .seconds($0) }
+            revisionInterval: reviseEvery.map { .seconds($0) }, catalog: try ArtCatalog(pieces: pieces)
         )
     }
 

@@ -35,7 +35,7 @@ import Testing
             // Statuses line up with the feed.
             let entries = await model.entries
             for (file, status) in entries {
-                #expect(status == (ArtCatalog.missing.contains(file.pieceNumber!) ? .missing : .verified))
+                #expect(status == (ArtCatalog.book.missing.contains(file.pieceNumber!) ? .missing : .verified))
             }
         }
     }

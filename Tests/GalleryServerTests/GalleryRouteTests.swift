@@ -53,7 +53,7 @@ import TestSupport
         try await gallery().test(.router) { client in
             let feed = try await feed(client)
             let checksums = Dictionary(feed.map { ($0.url, $0.checksum) }, uniquingKeysWith: { first, _ in first })
-            for piece in ArtCatalog.served {
+            for piece in ArtCatalog.book.served {
                 let url = "/gallery/image?\(piece)"
                 try await client.execute(uri: url, method: .get) { response in
                     #expect(response.status == .ok)

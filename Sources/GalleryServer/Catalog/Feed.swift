@@ -4,16 +4,18 @@ public enum Feed {
     public static let copiesPerPiece = 3
 
     /// The feed for `seed`, deterministic: the same seed gives the same JSON every start.
-    /// - Parameter checksums: `sha256:` checksum of each piece, indexed by piece number.
-    public static func make(seed: UInt64, checksums: [String]) -> [ImageFile] {
+    /// - Parameters:
+    ///   - catalog: the pieces; the book's 29 by default.
+    ///   - checksums: `sha256:` checksum of each piece, indexed by piece number.
+    public static func make(seed: UInt64, catalog: ArtCatalog = .book, checksums: [String]) -> [ImageFile] {
         var random = SeededRandom(seed: seed)
         var entries: [ImageFile] = []
-        entries.reserveCapacity(ArtCatalog.count * copiesPerPiece)
+        entries.reserveCapacity(catalog.count * copiesPerPiece)
         for _ in 0..<copiesPerPiece {
-            for piece in 0..<ArtCatalog.count {
+            for piece in 0..<catalog.count {
                 let cents = Int.random(in: 500...100_000, using: &random)
                 entries.append(ImageFile(
-                    name: ArtCatalog.name(of: piece),
+                    name: catalog.name(of: piece),
                     url: "/gallery/image?\(piece)",
                     price: Double(cents) / 100,
                     checksum: checksums[piece]

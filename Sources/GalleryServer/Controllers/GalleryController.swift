@@ -72,14 +72,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func image(_ request: Request, context: Context) async throws -> Response {
-        let number = try Self.pieceNumber(request.uri.query)
+        let edition = publication.current
+        let number = try Self.pieceNumber(request.uri.query, count: edition.catalog.count)
         metrics.imageRequest(piece: number)
         // Held before anything else, missing pieces included, so a test decides every answer.
         if let gate { try await gate.pass() }
-        guard ArtCatalog.missing.contains(number) == false else {
-            throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (pieces 0, 10 and 20 always are)")
+        guard edition.catalog.missing.contains(number) == false else {
+            throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (every tenth piece, 0, 10, 20, ..., always is)")
         }
-        let edition = publication.current
         let piece = edition.pieces[number]
         if faults.configuration.latency > .zero {
             try await clock.sleep(for: faults.configuration.latency)
@@ -119,15 +119,15 @@ struct GalleryController<Context: RequestContext>: Sendable {
     }
 
     /// Parses the query of `/gallery/image?N`: one decimal number naming a piece.
-    static func pieceNumber(_ query: String?) throws -> Int {
+    static func pieceNumber(_ query: String?, count: Int) throws -> Int {
         guard let query, !query.isEmpty else {
-            throw HTTPError(.badRequest, message: "name a piece: /gallery/image?N with N in 0..<\(ArtCatalog.count)")
+            throw HTTPError(.badRequest, message: "name a piece: /gallery/image?N with N in 0..<\(count)")
         }
         guard query.utf8.count <= 9, let number = Int(query) else {
             throw HTTPError(.badRequest, message: "the query must be one piece number, got \(query.prefix(40).debugDescription)")
         }
-        guard (0..<ArtCatalog.count).contains(number) else {
-            throw HTTPError(.notFound, message: "no piece \(number): pieces are 0..<\(ArtCatalog.count)")
+        guard (0..<count).contains(number) else {
+            throw HTTPError(.notFound, message: "no piece \(number): pieces are 0..<\(count)")
         }
         return number
     }

@@ -32,6 +32,8 @@ extension ImageDatabase {
         public var diskBytes: Int
         /// Whether the disk tier is in use.
         public var diskAvailable: Bool
+        /// What each stage runs and queues, with its high-water marks, refusals and time-outs.
+        public var scheduling: SchedulingStats
     }
 
     /// The current counts and sizes.
@@ -54,8 +56,16 @@ extension ImageDatabase {
             memoryBytes: memory.bytes,
             diskEntries: disk.entries,
             diskBytes: disk.bytes,
-            diskAvailable: pipeline.isDiskAvailable
+            diskAvailable: pipeline.isDiskAvailable,
+            scheduling: pipeline.scheduler.stats
         )
+    }
+
+    /// The scheduling counts now, then after each change (work started, queued, finished,
+    /// refused; a priority changed): to watch queues fill and drain without polling. Under load
+    /// a slow listener sees only the newest counts.
+    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
+        imageLoader.onSchedulingChange
     }
 
     /// The number of disk hits so far, then each new count: the book's `onDiskAccess`.

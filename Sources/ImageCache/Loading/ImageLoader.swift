@@ -49,6 +49,8 @@ public actor ImageLoader {
         public var permanentFailureExpiry: Duration
         /// How long 5xx, timeouts and broken connections are remembered. Default 5 seconds.
         public var transientFailureExpiry: Duration
+        /// How much of each stage's work runs at once, and how long work may queue.
+        public var limits: Limits
 
         /// Creates a configuration.
         public init(
@@ -57,7 +59,8 @@ public actor ImageLoader {
             memoryCostLimit: Int = 64 * 1024 * 1024,
             memoryCountLimit: Int = 1000,
             permanentFailureExpiry: Duration = .seconds(300),
-            transientFailureExpiry: Duration = .seconds(5)
+            transientFailureExpiry: Duration = .seconds(5),
+            limits: Limits = .init()
         ) {
             self.baseURL = baseURL
             self.processor = processor
@@ -65,6 +68,7 @@ public actor ImageLoader {
             self.memoryCountLimit = memoryCountLimit
             self.permanentFailureExpiry = permanentFailureExpiry
             self.transientFailureExpiry = transientFailureExpiry
+            self.limits = limits
         }
     }
 
@@ -190,6 +194,23 @@ public actor ImageLoader {
     /// The number of memory hits so far, then each new count: the book's `inMemoryAccess`.
     /// Every call returns a new stream; any number may be followed at once.
     public nonisolated var inMemoryAccess: AsyncStream<Int> { memory.hits.stream() }
+
+    /// What each stage runs and queues now, with its high-water marks, refusals and time-outs.
+    public nonisolated var schedulingStats: SchedulingStats { pipeline.scheduler.stats }
+
+    /// The scheduling counts now, then after each change; see
+    /// ``ImageDatabase/onSchedulingChange``.
+    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
+        let scheduler = pipeline.scheduler
+        let changes = scheduler.changes.stream()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                for await _ in changes { continuation.yield(scheduler.stats) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
 
     /// Resolves a server path against the base URL; an absolute URL stays as it is.
     nonisolated func resolve(_ serverPath: String) throws(Error) -> URL {

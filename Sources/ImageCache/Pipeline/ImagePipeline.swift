@@ -68,6 +68,12 @@ final class ImagePipeline: Sendable {
     private let readyDisk = Mutex<DiskStorage?>(nil)
 
     let counters = Counters()
+    /// The limits of each stage and the priority of every piece of work.
+    let scheduler: Scheduler
+    /// Where processors run: never on Swift's cooperative threads.
+    let processingPool: WorkerPool
+    /// Where disk writes (and their `fsync`) run.
+    let ioPool: WorkerPool
 
     /// The pipeline's live counts.
     struct Counters: Sendable {
@@ -96,15 +102,29 @@ final class ImagePipeline: Sendable {
         self.now = now
         self.logger = logger
         memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
+        scheduler = Scheduler(limits: configuration.limits, clock: clock)
+        processingPool = WorkerPool(name: "processing", threads: configuration.limits.isScheduling ? configuration.limits.processing : 1)
+        ioPool = WorkerPool(name: "io", threads: configuration.limits.isScheduling ? configuration.limits.diskWrites : 1)
+    }
+
+    /// Who asks for an image: a node of the scheduler's priority graph, and what answering it
+    /// counts as.
+    struct Caller: Sendable {
+        let node: Scheduler.Node
+        /// Whether a hit answered to it counts (a prefetch's does not).
+        var countsHits = true
+        /// Whether its result is kept in memory (a prefetch to disk's is not).
+        var wantsMemory = true
     }
 
     // MARK: - The path of one image
 
     /// Loads `request`: memory, the running flight, disk, origin or processing, store.
-    func image(for request: ImageRequest) async throws -> Image {
-        switch memoryLookup(request) {
+    /// - Parameter caller: who asks; by default a caller at the request's priority.
+    func image(for request: ImageRequest, as caller: Caller? = nil) async throws -> Image {
+        switch memoryLookup(request, countingHit: caller?.countsHits ?? true) {
         case let .answered(image): image
-        case let .notAnswered(stale): try await load(request, stale: stale)
+        case let .notAnswered(stale): try await load(request, stale: stale, as: caller)
         }
     }
 
@@ -118,16 +138,16 @@ final class ImagePipeline: Sendable {
 
     /// Stage 1, synchronous: a memory hit costs no task, no hop and no suspension. Faces call
     /// it before they await anything.
-    func memoryLookup(_ request: ImageRequest) -> MemoryAnswer {
+    func memoryLookup(_ request: ImageRequest, countingHit: Bool = true) -> MemoryAnswer {
         guard request.cachePolicy != .reloadIgnoringCacheData, let entry = memory.touch(request.cacheKey) else {
             return .notAnswered(stale: nil)
         }
         switch lookup(entry, for: request) {
         case .answer:
-            memory.hits.increment()
+            if countingHit { memory.hits.increment() }
             return .answered(entry)
         case .answerAndRefresh:
-            memory.hits.increment()
+            if countingHit { memory.hits.increment() }
             answeredStale(entry, for: request, refreshing: true)
             return .answered(entry)
         case .revalidate:
@@ -138,7 +158,13 @@ final class ImagePipeline: Sendable {
     }
 
     /// Stages 2-6, after memory could not answer: the flight of the key, led or joined.
-    func load(_ request: ImageRequest, stale: Image?) async throws -> Image {
+    /// - Parameter caller: who asks; by default a caller at the request's priority.
+    func load(_ request: ImageRequest, stale: Image?, as caller: Caller? = nil) async throws -> Image {
+        guard let caller else {
+            let node = scheduler.makeCaller(request.priority)
+            defer { scheduler.removeCaller(node) }
+            return try await load(request, stale: stale, as: Caller(node: node))
+        }
         let key = request.cacheKey
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
@@ -152,9 +178,14 @@ final class ImagePipeline: Sendable {
             case let .fail(error):
                 throw error
             case let .join(id):
-                result = try await wait(flightKey, flight: id, joining: true)
+                // The flight's work runs at the highest priority among its callers.
+                scheduler.attach(caller.node, to: .flight(id), wantsMemory: caller.wantsMemory)
+                defer { scheduler.detach(caller.node, from: .flight(id), wantedMemory: caller.wantsMemory) }
+                result = try await wait(flightKey, flight: id, joining: caller.countsHits)
             case let .lead(id):
-                result = try await lead(request, flight: id, stale: stale)
+                scheduler.attach(caller.node, to: .flight(id), wantsMemory: caller.wantsMemory)
+                defer { scheduler.detach(caller.node, from: .flight(id), wantedMemory: caller.wantsMemory) }
+                result = try await lead(request, flight: id, stale: stale, caller: caller)
             }
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
@@ -183,25 +214,35 @@ final class ImagePipeline: Sendable {
 
     /// The leader's part: the disk in its own task, then, on a miss, hand the rest to work that
     /// every waiter shares. Returns `nil` when the flight ended before the leader could wait.
-    private func lead(_ request: ImageRequest, flight id: Flights.FlightID, stale: Image?) async throws -> Image? {
-        let key = request.cacheKey
+    private func lead(
+        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, caller: Caller
+    ) async throws -> Image? {
         var stale = stale
-        // 3. Disk: read and checked right here; a hit needs no task and no hop.
-        if stale == nil, request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk(),
-           let entry = read(key, from: disk) {
-            if request.processor == nil, let digest = entry.originalSHA256 {
-                _ = originals.withLock { $0.insert(digest, forKey: key, cost: 1) }
+        // 3. Disk: read and checked right here, within the disk-read limit; a hit needs no task
+        //    and no hop.
+        var diskChecked = stale != nil
+        if stale == nil {
+            let found: DiskLookup
+            do {
+                found = try await diskLookup(request, flight: id)
+            } catch is CancellationError {
+                found = .notRead  // the leader left while it waited; the work reads it, if wanted
+            } catch {
+                complete(request, flight: id, with: .failure(error))
+                throw error
             }
-            let decision = lookup(entry, for: request)
-            switch decision {
-            case .answer, .answerAndRefresh:
-                counters.diskHits.increment()
-                if decision == .answerAndRefresh { answeredStale(entry, for: request, refreshing: true) }
+            switch found {
+            case let .answer(entry, refreshing):
+                if caller.countsHits { counters.diskHits.increment() }
+                if refreshing { answeredStale(entry, for: request, refreshing: true) }
                 complete(request, flight: id, with: .success(entry))
                 return entry
-            case .revalidate:
+            case let .revalidate(entry):
                 stale = entry
+                diskChecked = true
             case .miss:
+                diskChecked = true
+            case .notRead:
                 break
             }
         }
@@ -213,10 +254,11 @@ final class ImagePipeline: Sendable {
             throw error
         }
         // 4-6. Origin or processing, then store, in work that outlives the leader.
-        let revalidating = stale
+        let (revalidating, checked) = (stale, diskChecked)
+        let work = Caller(node: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
         let started = flights.withLock { flights in
             flights.handOff(Self.flightKey(request), flight: id, leaderCancelled: Task.isCancelled) {
-                Task { try await self.run(request, flight: id, stale: revalidating) }
+                Task { try await self.run(request, flight: id, stale: revalidating, diskChecked: checked, as: work) }
             }
         }
         guard started else { throw CancellationError() }
@@ -226,22 +268,41 @@ final class ImagePipeline: Sendable {
     /// The flight's work: the origin or the processor, then the disk. Completes the flight.
     /// - Parameter stale: the entry being revalidated, if any: answered on a 304, or when the
     ///   origin fails and its headers allow a stale answer.
-    private func run(_ request: ImageRequest, flight id: Flights.FlightID, stale: Image?) async throws -> Image {
+    /// - Parameter diskChecked: false when the leader left before it read the disk: the work
+    ///   reads it first.
+    private func run(
+        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, diskChecked: Bool, as work: Caller
+    ) async throws -> Image {
+        var stale = stale
         var result: Result<Image, any Swift.Error>
+        // What the origin said, counted once the flight is complete: whoever follows a counter
+        // finds the new entry in place.
+        var outcome: [LiveCounter] = []
         do {
+            if !diskChecked {
+                switch try await diskLookup(request, flight: id) {
+                case let .answer(entry, refreshing):
+                    if work.countsHits { counters.diskHits.increment() }
+                    if refreshing { answeredStale(entry, for: request, refreshing: true) }
+                    complete(request, flight: id, with: .success(entry))
+                    return entry
+                case let .revalidate(entry): stale = entry
+                case .miss, .notRead: break
+                }
+            }
             let image = if let processor = request.processor {
                 // 5. A variant, from its original (stages 1-6 for the original's own key).
-                try await variant(request, processor: processor, stale: stale)
+                try await variant(request, processor: processor, stale: stale, flight: id, as: work)
             } else {
                 // 4. The origin; bytes that do not match the feed are never cached.
-                try await origin(request, stale: stale)
+                try await origin(request, stale: stale, flight: id, outcome: &outcome)
             }
             if image.cacheHeaders?.cacheControl.noStore == true {
                 // 6. Never stored: and an older entry of the key goes too.
                 readyDisk.withLock { $0 }?.remove(forKey: request.cacheKey)
             } else if let disk = readyDisk.withLock({ $0 }) {
-                // 6. Store on disk; memory is filled when the flight completes.
-                write(image, forKey: request.cacheKey, to: disk)
+                // 6. Store on disk, on the I/O threads; memory is filled when the flight completes.
+                await store(image, forKey: request.cacheKey, to: disk, flight: id)
             }
             result = .success(image)
         } catch let error as ImageLoader.Error where stale.map({ allowsStaleAnswer($0, after: error) }) == true {
@@ -252,23 +313,31 @@ final class ImagePipeline: Sendable {
             result = .failure(error)
         }
         complete(request, flight: id, with: result)
+        for counter in outcome { counter.increment() }
         return try result.get()
     }
 
     /// Stage 4: fetches an original, conditionally when a stale entry has validators.
-    private func origin(_ request: ImageRequest, stale: Image?) async throws -> Image {
-        counters.originFetches.increment()
+    /// - Parameter outcome: gets the counter of what the origin said to a conditional request.
+    private func origin(
+        _ request: ImageRequest, stale: Image?, flight id: Flights.FlightID, outcome: inout [LiveCounter]
+    ) async throws -> Image {
         let validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
-        let requestTime = now()
-        let response = try await fetcher.fetch(request, revalidating: validators)
-        let responseTime = now()
+        let (response, requestTime, responseTime) = try await scheduler.run(
+            .download, for: .flight(id), host: Self.origin(of: request.url)
+        ) {
+            counters.originFetches.increment()
+            let requestTime = now()
+            let response = try await fetcher.fetch(request, revalidating: validators)
+            return (response, requestTime, now())
+        }
         var image: Image
         switch response {
         case var .notModified(headers):
             guard let stale, validators != nil else {
                 throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
             }
-            counters.revalidations.increment()
+            outcome.append(counters.revalidations)
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
             image = stale
             image.cacheHeaders = headers
@@ -277,8 +346,8 @@ final class ImagePipeline: Sendable {
                 throw ImageLoader.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
         case let .fetched(fetched):
-            if stale != nil { counters.refreshed.increment() }
-            image = try Self.verified(fetched, request: request)
+            if stale != nil { outcome.append(counters.refreshed) }
+            image = try await verified(fetched, request: request, flight: id)
             if image.cacheHeaders != nil { (image.cacheHeaders!.requestTime, image.cacheHeaders!.responseTime) = (requestTime, responseTime) }
         }
         if let digest = image.originalSHA256 {
@@ -289,13 +358,23 @@ final class ImagePipeline: Sendable {
 
     /// Stage 5: a variant made from its original, or the stale variant kept when the original
     /// still has the bytes it was made from. Either way it takes the original's headers.
-    private func variant(_ request: ImageRequest, processor: any ImageProcessing, stale: Image?) async throws -> Image {
-        let original = try await image(for: request.original)
+    private func variant(
+        _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: Flights.FlightID,
+        as work: Caller
+    ) async throws -> Image {
+        // The original's flight runs at this flight's priority, whoever else waits for it.
+        let original = try await image(for: request.original, as: work)
         var image: Image
         if let stale, let source = stale.originalSHA256, source == original.originalSHA256 {
             image = stale
         } else {
-            image = try await Self.process(original, with: processor)
+            // The original's bytes count as waiting until the variant is made: downloads pause
+            // while too many wait.
+            image = try await scheduler.holdingOriginal(bytes: original.data.count) {
+                try await scheduler.run(.processing, for: .flight(id)) {
+                    try await onProcessingThreads { try await Self.process(original, with: processor) }
+                }
+            }
         }
         image.cacheHeaders = original.cacheHeaders
         image.originalSHA256 = original.originalSHA256
@@ -308,9 +387,11 @@ final class ImagePipeline: Sendable {
         var remembered: (ImageLoader.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
-            if image.cacheHeaders?.cacheControl.noStore != true { memory.insert(image, forKey: request.cacheKey) }
-        case .failure(ImageLoader.Error.notCached):
-            break  // an answer of this request's policy, not of the origin: not remembered
+            if image.cacheHeaders?.cacheControl.noStore != true, scheduler.wantsMemory(.flight(id)) {
+                memory.insert(image, forKey: request.cacheKey)
+            }
+        case .failure(ImageLoader.Error.notCached), .failure(ImageLoader.Error.tooBusy):
+            break  // an answer of this request's policy or of the load now, not of the origin: not remembered
         case let .failure(error as ImageLoader.Error):
             let expiry = error.isTransient ? configuration.transientFailureExpiry : configuration.permanentFailureExpiry
             remembered = (error, clock.now.advanced(by: expiry))
@@ -429,12 +510,41 @@ final class ImagePipeline: Sendable {
         var refresh = request
         refresh.cachePolicy = .reloadRevalidatingCacheData
         refresh.retryingFailures = false
+        refresh.priority = .veryLow  // background work: after everything a caller waits for
         // Every refresh of a key shares one flight (see flightKey), so answers that overlap
         // cause one revalidation.
         Task { _ = try? await self.image(for: refresh) }
     }
 
     // MARK: - Verify and process
+
+    /// Payloads at least this big are hashed on the processing threads, within the processing
+    /// limit: SHA-256 of 1 MiB takes milliseconds, too long for a cooperative thread.
+    static let largePayload = 1 << 20
+
+    /// ``verified(_:request:)`` on the processing threads for a large payload, here otherwise.
+    private func verified(_ image: Image, request: ImageRequest, flight id: Flights.FlightID) async throws -> Image {
+        guard image.data.count >= Self.largePayload, scheduler.limits.isScheduling else {
+            return try Self.verified(image, request: request)
+        }
+        return try await scheduler.run(.processing, for: .flight(id)) {
+            try await processingPool.run { try Self.verified(image, request: request) }
+        }
+    }
+
+    /// Runs `operation` with the processing threads as its executor, so the synchronous work
+    /// inside it blocks one of them and never one of Swift's cooperative threads. Unscheduled,
+    /// it runs here.
+    private func onProcessingThreads<T>(_ operation: () async throws -> T) async throws -> T {
+        guard scheduler.limits.isScheduling else { return try await operation() }
+        return try await withTaskExecutorPreference(processingPool) { try await operation() }
+    }
+
+    /// `scheme://host:port` of `url`: what the per-host download limit counts.
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme ?? "http"
+        return "\(scheme)://\(url.host ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
+    }
 
     /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
     /// records their digest as ``Image/originalSHA256``.
@@ -510,6 +620,49 @@ final class ImagePipeline: Sendable {
             if case .corruptEntry = error { counters.corruptEntries.increment() } else { counters.diskFailures.increment() }
             logger.warning("\(error)")
             return nil
+        }
+    }
+
+    /// Stage 6: writes the flight's result within the disk-write limit, on the I/O threads.
+    /// Refused or cancelled, the image is still answered, only not stored.
+    private func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: Flights.FlightID) async {
+        guard scheduler.limits.isScheduling else { return write(image, forKey: key, to: disk) }
+        do {
+            try await scheduler.run(.diskWrite, for: .flight(id)) {
+                try await ioPool.run { self.write(image, forKey: key, to: disk) }
+            }
+        } catch {
+            logger.debug("\(key) was not stored: \(error)")
+        }
+    }
+
+    /// What the disk says about a request's key.
+    enum DiskLookup {
+        /// A usable entry; `refreshing` when it is answered stale with a refresh.
+        case answer(Image, refreshing: Bool)
+        /// A stale entry to revalidate.
+        case revalidate(Image)
+        /// Nothing usable.
+        case miss
+        /// Not read: the caller left while waiting for a disk-read slot.
+        case notRead
+    }
+
+    /// Stage 3: reads `request`'s entry within the disk-read limit and decides by its freshness.
+    private func diskLookup(_ request: ImageRequest, flight id: Flights.FlightID) async throws -> DiskLookup {
+        guard request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk() else { return .miss }
+        let key = request.cacheKey
+        guard let entry = try await scheduler.run(.diskRead, for: .flight(id), { read(key, from: disk) }) else {
+            return .miss
+        }
+        if request.processor == nil, let digest = entry.originalSHA256 {
+            _ = originals.withLock { $0.insert(digest, forKey: key, cost: 1) }
+        }
+        switch lookup(entry, for: request) {
+        case .answer: return .answer(entry, refreshing: false)
+        case .answerAndRefresh: return .answer(entry, refreshing: true)
+        case .revalidate: return .revalidate(entry)
+        case .miss: return .miss
         }
     }
 

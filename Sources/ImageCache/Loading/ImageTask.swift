@@ -1,0 +1,85 @@
+import Synchronization
+
+/// One running load, with a handle to change its ``priority`` while it waits or to cancel it
+/// (after Nuke's `ImageTask`).
+///
+/// ```swift
+/// let task = database.imageTask(with: request)   // starts at once, at request.priority
+/// task.priority = .high                         // the person opened it: move it up
+/// let image = try await task.image
+/// ```
+///
+/// The work a task waits for may be shared with other callers (one download for every waiter of
+/// a key): it runs at the highest priority among them, so raising one task's priority moves the
+/// shared work, and lowering it never drops the work below another waiter's priority. Cancelling
+/// the task makes ``image`` throw `CancellationError` at once; the work stops when no other
+/// caller waits for it, and queued work leaves its queue without starting.
+///
+/// Thread-safe: the priority lives in the pipeline's scheduler, behind its lock.
+public final class ImageTask: Sendable, Hashable {
+    /// What this task loads.
+    public let request: ImageRequest
+    private let pipeline: ImagePipeline
+    private let node: Scheduler.Node
+    private let task: Task<Image, any Error>
+    private let ownPriority: Mutex<ImageRequest.Priority>
+
+    init(request: ImageRequest, pipeline: ImagePipeline, countsHits: Bool, wantsMemory: Bool) {
+        self.request = request
+        self.pipeline = pipeline
+        ownPriority = Mutex(request.priority)
+        // A memory hit is answered without a node or a queue.
+        if case let .answered(image) = pipeline.memoryLookup(request, countingHit: countsHits) {
+            node = .caller(0)
+            task = Task { image }
+            return
+        }
+        let node = pipeline.scheduler.makeCaller(request.priority)
+        self.node = node
+        let caller = ImagePipeline.Caller(node: node, countsHits: countsHits, wantsMemory: wantsMemory)
+        task = Task {
+            defer { pipeline.scheduler.removeCaller(node) }
+            return try await pipeline.image(for: request, as: caller)
+        }
+    }
+
+    /// The image, once loaded.
+    /// - Throws: what the load failed with; `CancellationError` after ``cancel()``.
+    public var image: Image {
+        get async throws { try await task.value }
+    }
+
+    /// This task's priority. Changing it reorders the queued work the task waits for; a task
+    /// that has finished ignores it.
+    public var priority: ImageRequest.Priority {
+        get { ownPriority.withLock { $0 } }
+        set {
+            ownPriority.withLock { $0 = newValue }
+            pipeline.scheduler.setPriority(newValue, of: node)
+        }
+    }
+
+    /// Cancels the load: ``image`` throws `CancellationError`.
+    public func cancel() { task.cancel() }
+
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { task.isCancelled }
+
+    public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}
+
+extension ImageLoader {
+    /// Starts loading `request` and returns its handle, to change its priority or cancel it.
+    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
+        ImageTask(request: request, pipeline: pipeline, countsHits: true, wantsMemory: true)
+    }
+}
+
+extension ImageDatabase {
+    /// Starts loading `request` (memory, disk, network) and returns its handle, to change its
+    /// priority or cancel it.
+    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
+        ImageTask(request: request, pipeline: pipeline, countsHits: true, wantsMemory: true)
+    }
+}

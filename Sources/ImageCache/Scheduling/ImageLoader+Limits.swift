@@ -1,0 +1,129 @@
+public import Foundation
+
+extension ImageLoader {
+    /// How much of each kind of work a pipeline runs at once, and how long work may queue.
+    ///
+    /// Each costly stage of a request has a limit; work beyond it waits in that stage's queue,
+    /// highest ``ImageRequest/Priority`` first, and nothing is started just to wait:
+    ///
+    /// | stage | runs on | default |
+    /// |---|---|---|
+    /// | origin downloads | AsyncHTTPClient's event loops | 8 in total, 6 per host |
+    /// | processing (decode, resize, encode; hashing of large payloads) | the pipeline's own worker threads | one per core |
+    /// | disk reads | the calling task (a page-cache read takes microseconds) | half the cores, at least 1 |
+    /// | disk writes (with `fsync`) | the pipeline's own I/O threads | 2 |
+    ///
+    /// Swift's cooperative threads never run a processor or wait for `fsync`, so request handling,
+    /// memory hits and event streams stay responsive while the processing threads are all busy.
+    public struct Limits: Sendable, Hashable {
+        /// Origin requests at once, all hosts together.
+        public var downloads: Int
+        /// Origin requests at once to one host (scheme, host and port).
+        public var downloadsPerHost: Int
+        /// Processors running at once; also the number of worker threads.
+        public var processing: Int
+        /// Disk reads at once.
+        public var diskReads: Int
+        /// Disk writes at once; also the number of I/O threads.
+        public var diskWrites: Int
+        /// Bytes of originals that have arrived and wait for their variant to be processed. While
+        /// the total is over it, no new download starts: downloads cannot run ahead of processing
+        /// without bound.
+        public var waitingOriginalBytes: Int
+        /// Entries each stage's queue holds. When a queue is full, background work (below
+        /// ``ImageRequest/Priority/normal``) is refused, lowest priority first; other work is
+        /// still queued, but fails if it has not started within ``interactiveDeadline``.
+        public var queueCapacity: Int
+        /// How long work queued beyond ``queueCapacity`` waits before it fails with
+        /// ``ImageLoader/Error/tooBusy(stage:waited:)``. Measured on the loader's clock.
+        public var interactiveDeadline: Duration
+        /// Whether stages are limited and processing runs on worker threads (the default), or
+        /// every piece of work runs at once in the calling task, on Swift's cooperative threads:
+        /// the first edition's behaviour, kept so benchmarks can compare the two.
+        public var isScheduling: Bool
+
+        /// Creates limits; the defaults suit one machine's cores.
+        public init(
+            downloads: Int = 8,
+            downloadsPerHost: Int = 6,
+            processing: Int = ProcessInfo.processInfo.activeProcessorCount,
+            diskReads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount / 2),
+            diskWrites: Int = 2,
+            waitingOriginalBytes: Int = 64 * 1024 * 1024,
+            queueCapacity: Int = 2000,
+            interactiveDeadline: Duration = .seconds(30),
+            isScheduling: Bool = true
+        ) {
+            self.downloads = max(1, downloads)
+            self.downloadsPerHost = max(1, downloadsPerHost)
+            self.processing = max(1, processing)
+            self.diskReads = max(1, diskReads)
+            self.diskWrites = max(1, diskWrites)
+            self.waitingOriginalBytes = max(1, waitingOriginalBytes)
+            self.queueCapacity = max(1, queueCapacity)
+            self.interactiveDeadline = interactiveDeadline
+            self.isScheduling = isScheduling
+        }
+
+        /// No limits and no worker threads: every piece of work runs in its caller's task, as in
+        /// the first edition.
+        public static let unscheduled = Limits(
+            downloads: .max, downloadsPerHost: .max, processing: .max, diskReads: .max, diskWrites: .max,
+            waitingOriginalBytes: .max, queueCapacity: .max, isScheduling: false
+        )
+    }
+}
+
+/// What each stage of a pipeline runs and queues now, and the most it ever did: the numbers
+/// behind ``ImageLoader/Limits``.
+public struct SchedulingStats: Sendable, Hashable, Codable {
+    /// One stage's counts.
+    public struct Stage: Sendable, Hashable, Codable {
+        /// Work allowed to run at once.
+        public var limit: Int
+        /// Work running now.
+        public var running: Int
+        /// Work waiting now.
+        public var queued: Int
+        /// The most work that ever ran at once (high-water mark).
+        public var maxRunning: Int
+        /// The longest the queue ever was.
+        public var maxQueued: Int
+        /// Work started so far.
+        public var started: Int
+        /// Work that had to wait in the queue before it started (or left).
+        public var waited: Int
+        /// Background work refused because the queue was full.
+        public var refused: Int
+        /// Work that waited past the interactive deadline and failed.
+        public var timedOut: Int
+
+        /// An idle stage with `limit`.
+        public init(limit: Int) {
+            self.limit = limit
+            running = 0
+            queued = 0
+            maxRunning = 0
+            maxQueued = 0
+            started = 0
+            waited = 0
+            refused = 0
+            timedOut = 0
+        }
+    }
+
+    /// Origin requests.
+    public var downloads: Stage
+    /// Processors.
+    public var processing: Stage
+    /// Disk reads.
+    public var diskReads: Stage
+    /// Disk writes.
+    public var diskWrites: Stage
+    /// The most origin requests that ever ran at once to one host.
+    public var maxDownloadsOnOneHost: Int
+    /// Bytes of originals waiting for their variant to be processed now.
+    public var waitingOriginalBytes: Int
+    /// The most such bytes there ever were.
+    public var maxWaitingOriginalBytes: Int
+}
