@@ -13,12 +13,16 @@ import TestSupport
 func withGallery<T: Sendable>(
     faults: FaultInjection = .none,
     gate: ImageGate? = nil,
+    catalog: ArtCatalog = .book,
+    loader: ImageLoader.Configuration = .init(),
     _ body: (_ galleryURL: URL, _ database: ImageDatabase) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
-    let configuration = GalleryConfiguration(port: 0, faults: faults, imageGate: gate, signingKey: testGalleryKey)
+    let configuration = GalleryConfiguration(
+        port: 0, faults: faults, imageGate: gate, signingKey: testGalleryKey, catalog: catalog
+    )
     return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader))
         return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
     }
 }

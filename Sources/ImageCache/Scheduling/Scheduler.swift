@@ -55,6 +55,7 @@ final class Scheduler: Sendable {
 
     func attach(_ input: Node, to flight: Node, wantsMemory: Bool) {
         machine.withLock { $0.attach(input, to: flight, wantsMemory: wantsMemory) }
+        changes.increment()  // the flight's priority may have risen
     }
 
     func detach(_ input: Node, from flight: Node, wantedMemory: Bool) {
@@ -99,11 +100,12 @@ final class Scheduler: Sendable {
                 case .start: continuation.resume()
                 case .refused: continuation.resume(throwing: ImageLoader.Error.tooBusy(stage: stage.description, waited: nil))
                 case .waiting(overCapacity: true): startDeadline(stage, id: id)
-                case .waiting(overCapacity: false): break
+                case .waiting(overCapacity: false): changes.increment()
                 }
             }
         } onCancel: {
             machine.withLock { $0.cancel(stage, id: id) }?.resume(throwing: CancellationError())
+            changes.increment()
         }
         changes.increment()
     }
