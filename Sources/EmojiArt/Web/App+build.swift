@@ -39,7 +39,8 @@ public enum EmojiArtApp {
             templates: try Templates.library(),
             thumbnail: ThumbnailProcessor(size: configuration.thumbnailSize),
             large: ThumbnailProcessor(size: configuration.detailSize),
-            metrics: AppMetrics()
+            metrics: AppMetrics(),
+            prefetcher: ImagePrefetcher(database: database)
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(ErrorPageMiddleware(services: services))

@@ -21,6 +21,11 @@ final class AppMetrics: Sendable {
     private let diskBytes: Gauge
     private let memoryEntries: Gauge
     private let memoryBytes: Gauge
+    /// Per stage of the pipeline's scheduling: gauges of what runs and waits, counters of what
+    /// started, waited, was refused or timed out.
+    private let stageGauges: [String: [String: Gauge]]
+    private let stageCounters: [String: [String: Counter]]
+    private let waitingOriginalBytes: Gauge
     private let signatureFailures = Mutex<(counters: [String: Counter], last: [String: Int])>(([:], [:]))
 
     init() {
@@ -48,6 +53,42 @@ final class AppMetrics: Sendable {
         diskBytes = gauge("disk", unit: "bytes", "Bytes in the disk cache")
         memoryEntries = gauge("memory", unit: "entries", "Images in the memory cache")
         memoryBytes = gauge("memory", unit: "bytes", "Bytes in the memory cache")
+        let gaugeHelp = [
+            "running": "Work of a pipeline stage running now", "queued": "Work waiting in a pipeline stage's queue now",
+            "max_running": "The most work a pipeline stage ever ran at once",
+            "max_queued": "The longest a pipeline stage's queue ever was", "limit": "Work a pipeline stage runs at once",
+        ]
+        let counterHelp = [
+            "started": "Work a pipeline stage started", "waited": "Work that waited in a pipeline stage's queue",
+            "refused": "Background work refused because a stage's queue was full",
+            "timed_out": "Work that waited past the interactive deadline and failed",
+        ]
+        stageGauges = gaugeHelp.reduce(into: [:]) { result, entry in
+            result[entry.key] = Dictionary(uniqueKeysWithValues: Self.stages.map { stage in
+                (stage, registry.makeGauge(
+                    descriptor: .init(namespace: "emojiart", metricName: "stage_\(entry.key)", helpText: gaugeHelp[entry.key]!),
+                    labels: [("stage", stage)]
+                ))
+            })
+        }
+        stageCounters = counterHelp.reduce(into: [:]) { result, entry in
+            result[entry.key] = Dictionary(uniqueKeysWithValues: Self.stages.map { stage in
+                (stage, counter("stage_\(entry.key)", entry.value, labels: [("stage", stage)]))
+            })
+        }
+        waitingOriginalBytes = gauge("originals_waiting", unit: "bytes", "Bytes of originals waiting for their variant to be processed")
+    }
+
+    /// The stages, as the `stage` label names them.
+    static let stages = ["downloads", "processing", "disk_reads", "disk_writes"]
+
+    static func stage(_ name: String, of stats: SchedulingStats) -> SchedulingStats.Stage {
+        switch name {
+        case "downloads": stats.downloads
+        case "processing": stats.processing
+        case "disk_reads": stats.diskReads
+        default: stats.diskWrites
+        }
     }
 
     /// The exposition after bringing the counters up to `stats` and the model's refused feeds,
@@ -83,12 +124,25 @@ final class AppMetrics: Sendable {
             add(failures, \.failures)
             add(corruptEntries, \.corruptEntries)
             add(diskFailures, \.diskFailures)
+            for name in Self.stages {
+                let now = Self.stage(name, of: stats.scheduling)
+                let then = before.map { Self.stage(name, of: $0.scheduling) }
+                let counts = ["started": (now.started, then?.started), "waited": (now.waited, then?.waited),
+                              "refused": (now.refused, then?.refused), "timed_out": (now.timedOut, then?.timedOut)]
+                for (metric, (value, previous)) in counts where value - (previous ?? 0) > 0 {
+                    stageCounters[metric]![name]!.increment(by: Int64(value - (previous ?? 0)))
+                }
+                let gauges = ["running": now.running, "queued": now.queued, "max_running": now.maxRunning,
+                              "max_queued": now.maxQueued, "limit": now.limit]
+                for (metric, value) in gauges { stageGauges[metric]![name]!.set(Int64(value)) }
+            }
             last = stats
         }
         diskEntries.set(Int64(stats.diskEntries))
         diskBytes.set(Int64(stats.diskBytes))
         memoryEntries.set(Int64(stats.memoryEntries))
         memoryBytes.set(Int64(stats.memoryBytes))
+        waitingOriginalBytes.set(Int64(stats.scheduling.waitingOriginalBytes))
         var bytes: [UInt8] = []
         registry.emit(into: &bytes)
         return bytes

@@ -12,17 +12,21 @@ struct AppServices: Sendable {
     let thumbnail: ThumbnailProcessor
     let large: ThumbnailProcessor
     let metrics: AppMetrics
+    /// Loads the details variants ahead, at low priority, once the catalog is shown.
+    let prefetcher: ImagePrefetcher
     let requests = RequestTable()
 
     /// The request for piece `number` made by `processor`, built once per feed entry: parsing its
-    /// URL on every request would cost more than the memory hit it leads to.
+    /// URL on every request would cost more than the memory hit it leads to. High priority: a
+    /// browser asks for it because a person is looking.
     func request(piece number: Int, processor: ThumbnailProcessor) -> ImageRequest? {
         guard let file = model.feedByPiece.value[number] else { return nil }
         let key = RequestTable.Key(piece: number, variant: processor.identifier)
         if let cached = requests.table.withLock({ $0[key] }), cached.expectedSHA256.map({ "sha256:" + $0 }) == file.checksum {
             return cached
         }
-        let request = model.imageRequest(file, processor: processor)
+        var request = model.imageRequest(file, processor: processor)
+        request.priority = .high
         requests.table.withLock { $0[key] = request }
         return request
     }

@@ -57,6 +57,12 @@ struct PageController<Context: RequestContext>: Sendable {
                 "feedKey": services.model.feedKey.value?.fingerprint ?? "",
             ]
             if let notice = Self.notice(services.model.feedOrigin.value) { context["notice"] = notice }
+            // The details variants of what is shown, ahead of a click, at low priority: after
+            // every thumbnail and verification, and refused first when the queues are full.
+            let pieces = Set(entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber))
+            services.prefetcher.startPrefetching(with: pieces.sorted().compactMap {
+                services.request(piece: $0, processor: services.large)
+            })
             let page = await services.render("list", context)
             return Self.html(page)
         }
@@ -67,6 +73,10 @@ struct PageController<Context: RequestContext>: Sendable {
               let entry = await services.model.entry(at: index)
         else {
             throw HTTPError(.notFound, message: "There is no piece with that number in the catalog.")
+        }
+        // The person opened it: its details image, if still being prefetched, comes first now.
+        if let piece = entry.file.pieceNumber, let large = services.request(piece: piece, processor: services.large) {
+            services.prefetcher.setPriority(.high, for: [large])
         }
         var page = Self.card(index: index, file: entry.file, status: entry.status)
         page["title"] = entry.file.name

@@ -82,6 +82,13 @@ public final class ImagePrefetcher: Sendable {
         }
     }
 
+    /// Changes the priority of the prefetches of `requests` (those still running), for example to
+    /// ``ImageRequest/Priority/high`` when the person opens what one of them loads.
+    public func setPriority(_ priority: ImageRequest.Priority, for requests: [ImageRequest]) {
+        let tasks = state.withLock { state in requests.compactMap { state.tasks[$0.cacheKey] } }
+        for task in tasks { task.priority = priority }
+    }
+
     /// Stops prefetching `requests`: queued work that no one else waits for leaves its queue
     /// without starting.
     public func stopPrefetching(with requests: [ImageRequest]) {
