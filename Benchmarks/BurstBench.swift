@@ -59,12 +59,7 @@ enum BurstBench {
             announcing: #"open (http://[^/\s]+)"#
         )
         defer { app.stop() }
-        let deadline = Date().addingTimeInterval(120)
-        while Date() < deadline {
-            try download(app.url + "/health", to: Bench.work + "/health.json")
-            if try String(contentsOfFile: Bench.work + "/health.json", encoding: .utf8).contains("ready") { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Bench.waitUntilReady(app, within: 120)
         try download(app.url + "/thumbs/1", to: Bench.work + "/burst-warm.png")
         let idle = try latency(app.url, path: "/thumbs/1", seconds: seconds)
 

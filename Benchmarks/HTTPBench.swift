@@ -79,12 +79,7 @@ enum HTTPBench {
             announcing: #"open (http://[^/\s]+)"#
         )
         defer { app.stop() }
-        let deadline = Date().addingTimeInterval(60)
-        while Date() < deadline {
-            try download(app.url + "/health", to: Bench.work + "/health.json")
-            if try String(contentsOfFile: Bench.work + "/health.json", encoding: .utf8).contains("ready") { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Bench.waitUntilReady(app, within: 60)
         let root = Bench.work + "/nginx-thumbs"
         try FileManager.default.createDirectory(atPath: root + "/thumbs", withIntermediateDirectories: true)
         for piece in ArtCatalog.book.served {

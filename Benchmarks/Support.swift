@@ -78,6 +78,18 @@ enum Bench {
         return value
     }
 
+    /// Returns once the app's `/health` says it is ready (verification done), polling a child
+    /// process's HTTP route: there is no other way to hear from it.
+    static func waitUntilReady(_ app: Server, within seconds: Double) async throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            try download(app.url + "/health", to: work + "/health.json")
+            if try String(contentsOfFile: work + "/health.json", encoding: .utf8).contains("ready") { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw BenchError("the app at \(app.url) was not ready within \(Int(seconds)) s")
+    }
+
     /// A free TCP port on 127.0.0.1.
     static func freePort() -> Int {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -122,7 +122,8 @@ final class ThreadHoldingProcessor: ImageProcessing {
         #expect(stats.maxRunning == 1 && stats.maxQueued == 101 && stats.queued == 0 && stats.running == 0)
     }
 
-    @Test func stoppingAPrefetchCancelsWhatHasNotStarted() async throws {
+    /// One processing slot, held by a shown image (piece 0), and 50 prefetches queued behind it.
+    static func prefetchingBehindOneShownImage() async -> (ThreadHoldingProcessor, ImageLoader, ImageTask, ImagePrefetcher) {
         let processor = ThreadHoldingProcessor()
         let loader = await Self.loader(count: 51, limits: .init(processing: 1))
         let shown = loader.imageTask(with: Self.request(0, processor, .high))
@@ -130,6 +131,11 @@ final class ThreadHoldingProcessor: ImageProcessing {
         let prefetcher = ImagePrefetcher(loader: loader)
         prefetcher.startPrefetching(with: (1...50).map { Self.request($0, processor, .normal) })
         await Self.until(loader) { $0.processing.queued == 50 }
+        return (processor, loader, shown, prefetcher)
+    }
+
+    @Test func stoppingAPrefetchCancelsWhatHasNotStarted() async throws {
+        let (processor, loader, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
         #expect(prefetcher.count == 50)
 
         prefetcher.stopPrefetching()
@@ -141,13 +147,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
     }
 
     @Test func aRequestForAKeyBeingPrefetchedJoinsItsWorkAtItsOwnPriority() async throws {
-        let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(count: 51, limits: .init(processing: 1))
-        let shown = loader.imageTask(with: Self.request(0, processor, .high))
-        await reach(processor.started, 1)
-        let prefetcher = ImagePrefetcher(loader: loader)
-        prefetcher.startPrefetching(with: (1...50).map { Self.request($0, processor, .normal) })
-        await Self.until(loader) { $0.processing.queued == 50 }
+        let (processor, loader, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
 
         // Somebody opens piece 30 while it waits to be prefetched.
         let opened = loader.imageTask(with: Self.request(30, processor, .high))
