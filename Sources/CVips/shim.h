@@ -12,6 +12,10 @@ static inline int cvips_init(const char *argv0) {
     return VIPS_INIT(argv0);
 }
 
+// From <vips/vector.h>, which <vips/vips.h> does not include (and which would pull in liborc's
+// headers): switches libvips' run-time compiled SIMD (liborc) on or off for the process.
+void vips_vector_set_enabled(gboolean enabled);
+
 /// Opens an encoded image lazily: only the header is read until pixels are asked for.
 /// `option_string` carries loader options such as "fail_on=truncated".
 static inline VipsImage *cvips_image_new_from_buffer(const void *buf, size_t len, const char *option_string) {

@@ -12,9 +12,11 @@ import Foundation
 /// value is used. A program should call ``start()`` first thing, before it starts threads:
 /// libvips' start-up sets environment variables, which races with other threads reading them. At start the operation cache is switched off (each image is seen once, as in an
 /// image server, so caching operations only costs memory) and libvips' own thread pool is set
-/// to one thread per pipeline: parallelism comes from running many images at once on Swift's
-/// cooperative pool, which scales with cores without oversubscribing them. Set the environment
-/// variable `VIPS_CONCURRENCY` to override the pool size.
+/// to one thread per pipeline: parallelism comes from running many images at once on several
+/// threads (ImageCache runs processors on worker threads of its own), which scales with cores
+/// without oversubscribing them. Set the environment variable `VIPS_CONCURRENCY` to override the
+/// pool size. libvips' run-time compiled SIMD (liborc) is switched off: it crashed under
+/// concurrent resizing here, as it has for others.
 public struct Imaging: Sendable {
     /// Bounds on what input is accepted, checked before any pixel is decoded.
     public struct Limits: Sendable, Hashable {

@@ -16,6 +16,11 @@ enum VipsRuntime {
         if ProcessInfo.processInfo.environment["VIPS_CONCURRENCY"] == nil {
             vips_concurrency_set(1)
         }
+        // No run-time compiled SIMD (liborc): with many images resized at once on several
+        // threads, liborc 0.4.33 crashed the process here once (a SIGSEGV inside liborc during a
+        // thumbnail, seen in a CI run), as it did for sharp, which shipped with it off for years.
+        // It costs a fifth of the single-thread speed of a resize; a crash costs more.
+        vips_vector_set_enabled(0)
         return .success(())
     }()
 
