@@ -16,14 +16,18 @@ import Synchronization
 ///   2. flight          one per cache key (FlightStateMachine): the first caller leads it, later
 ///                      callers join it and wait; a remembered failure answers at once
 ///   lead(_:flight:)    the leader, in its own task:
-///   3. disk            read and checked (length, key, XXH3); a usable hit finishes the flight
+///   3. disk            [disk-read slot] read and checked (length, key, XXH3); a usable hit
+///                      finishes the flight
 ///   run(_:flight:)     on a miss or a stale entry, work in a task that outlives the leader,
 ///                      shared by all waiters:
-///   4. origin          the fetcher, conditional on the stale entry's validators (a 304 keeps
-///                      its bytes); the feed's SHA-256 checked once, on arrival
+///   4. origin          [download slot, per host too] the fetcher, conditional on the stale
+///                      entry's validators (a 304 keeps its bytes); the feed's SHA-256 checked
+///                      once, on arrival
 ///   5. process         a variant is made from its original, which is itself a request through
-///                      1-6: fetched once, and read from disk once, however many variants ask
-///   6. store           disk (temp file + rename), then memory as the flight completes
+///                      1-6: fetched once, and read from disk once, however many variants ask;
+///                      [processing slot] the processor runs on the worker threads
+///   6. store           [disk-write slot] disk (temp file, fsync, rename) on the I/O threads,
+///                      then memory as the flight completes
 /// ```
 ///
 /// Freshness (`lookup(_:for:)`): an entry found in memory or on disk is answered, answered with
@@ -37,9 +41,14 @@ import Synchronization
 /// original's disk read and download (the original's key), each variant's disk read and
 /// processing (the variant's key).
 ///
-/// Thread-safe, and not an actor: its state is the memory tier and the flight table, each
-/// behind a `Mutex` held only for bookkeeping. Disk I/O, fetching and processing run in the
-/// calling task (the leader's disk read) or in the flight's task, never under a lock.
+/// Each [slot] is the ``Scheduler``'s: work waits in that stage's queue, highest priority first,
+/// while the stage is at its limit (see ``ImageLoader/Limits``); a flight runs at the highest
+/// priority of the callers (and variant flights) attached to it.
+///
+/// Thread-safe, and not an actor: its state is the memory tier, the flight table and the
+/// scheduler, each behind a `Mutex` held only for bookkeeping. The leader's disk read runs in the
+/// calling task, fetching in the flight's task, processing and disk writes on the pipeline's own
+/// threads; never under a lock.
 final class ImagePipeline: Sendable {
     typealias Flights = FlightStateMachine<
         CheckedContinuation<Image?, any Swift.Error>, Task<Image, any Swift.Error>,
@@ -190,7 +199,7 @@ final class ImagePipeline: Sendable {
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
             // is remembered, or (cancelled, or too big for memory) the next flight starts.
-            if let image = memory.image(forKey: key) { return image }
+            if let image = caller.countsHits ? memory.image(forKey: key) : memory.peek(key) { return image }
         }
     }
 

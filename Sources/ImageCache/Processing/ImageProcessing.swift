@@ -1,7 +1,9 @@
 /// Makes a variant of an image, such as a 200x200 thumbnail.
 ///
-/// The cache calls `process` off its actors, so an implementation may do seconds of CPU work;
-/// it must be safe to call from many tasks at once. The cache module has no image codec of its
+/// The cache calls `process` on its processing threads (never on Swift's cooperative threads:
+/// see ``ImageLoader/Limits``), at most ``ImageLoader/Limits/processing`` at once, so an
+/// implementation may do seconds of synchronous CPU work; it must be safe to call from several
+/// threads at once. Awaiting inside it keeps its processing slot. The cache module has no image codec of its
 /// own: the app injects one (EmojiArt's thumbnailer uses libvips).
 public protocol ImageProcessing: Sendable {
     /// A stable name for this variant, part of the cache key: `thumbnail-200-png`.
