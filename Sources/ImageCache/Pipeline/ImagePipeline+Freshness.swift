@@ -1,0 +1,84 @@
+import Foundation
+import HTTPCaching
+import Synchronization
+
+/// Freshness: whether an entry found in memory or on disk is answered, refreshed or revalidated.
+extension ImagePipeline {
+    /// What to do with an entry found in memory or on disk.
+    enum Lookup: Equatable {
+        /// Answer it.
+        case answer
+        /// Answer it, stale, and refresh it in the background.
+        case answerAndRefresh
+        /// Revalidate it with the origin first.
+        case revalidate
+        /// Do not use it: a variant made from other bytes than its original has now.
+        case miss
+    }
+
+    /// Decides by the request's policy, the entry's headers and the wall clock.
+    func lookup(_ entry: Image, for request: ImageRequest) -> Lookup {
+        let headers = entry.cacheHeaders
+        let source = entry.originalSHA256
+        // Not from HTTP and nothing known of its bytes (stored by hand, a custom fetcher's):
+        // answered unless the request reloads.
+        if headers == nil, source == nil {
+            switch request.cachePolicy {
+            case .reloadIgnoringCacheData: return .miss
+            case .reloadRevalidatingCacheData: return .revalidate
+            default: return .answer
+            }
+        }
+        if let source {
+            if request.processor != nil {
+                if let expected = request.expectedSHA256, expected != source { return .miss }
+                let key = request.original.cacheKey
+                if let known = originals.withLock({ $0.peek(key) }), known != source { return .miss }
+            } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
+                // The feed lists other bytes now: ask the origin (a 304 then is a mismatch).
+                return .revalidate
+            }
+        }
+        switch request.cachePolicy {
+        case .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            return .answer
+        case .reloadIgnoringCacheData:
+            return .miss
+        case .reloadRevalidatingCacheData:
+            guard let headers, headers.cacheControl.immutable else { return .revalidate }
+            return headers.freshness(at: now()).state == .fresh ? .answer : .revalidate
+        case .useProtocolCachePolicy:
+            guard let headers else { return .answer }  // not from HTTP
+            switch headers.freshness(at: now()).state {
+            case .fresh: return .answer
+            case .staleWhileRevalidate: return .answerAndRefresh
+            case .stale, .mustRevalidate: return .revalidate
+            }
+        }
+    }
+
+    /// Whether `stale` may answer because revalidating it failed with `error`: only for
+    /// failures of the origin (5xx, unreachable), as its headers allow.
+    func allowsStaleAnswer(_ stale: Image, after error: ImageLoader.Error) -> Bool {
+        switch error {
+        case let .httpStatus(status, _) where status >= 500: break
+        case .timeout, .connectionFailed: break
+        default: return false
+        }
+        guard let headers = stale.cacheHeaders else { return true }
+        return headers.freshness(at: now()).allowsStaleAnswer(originUnreachable: error.isOriginUnreachable)
+    }
+
+    /// Counts a stale answer and, inside `stale-while-revalidate`, starts one refresh.
+    func answeredStale(_ entry: Image, for request: ImageRequest, refreshing: Bool) {
+        counters.staleAnswers.increment()
+        guard refreshing, request.cachePolicy.allowsLoading else { return }
+        var refresh = request
+        refresh.cachePolicy = .reloadRevalidatingCacheData
+        refresh.retryingFailures = false
+        refresh.priority = .veryLow  // background work: after everything a caller waits for
+        // Every refresh of a key shares one flight (see flightKey), so answers that overlap
+        // cause one revalidation.
+        Task { _ = try? await self.image(for: refresh) }
+    }
+}

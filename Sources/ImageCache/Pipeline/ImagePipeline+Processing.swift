@@ -1,0 +1,57 @@
+import Foundation
+import HTTPCaching
+import Synchronization
+
+/// Verifying fetched bytes and running processors: where the CPU work of a flight runs.
+extension ImagePipeline {
+    /// Payloads at least this big are hashed on the processing threads, within the processing
+    /// limit: SHA-256 of 1 MiB takes milliseconds, too long for a cooperative thread.
+    static let largePayload = 1 << 20
+
+    /// ``verified(_:request:)`` on the processing threads for a large payload, here otherwise.
+    func verified(_ image: Image, request: ImageRequest, flight id: Flights.FlightID) async throws -> Image {
+        guard image.data.count >= Self.largePayload, scheduler.limits.isScheduling else {
+            return try Self.verified(image, request: request)
+        }
+        return try await scheduler.run(.processing, for: .flight(id)) {
+            try await processingPool.run { try Self.verified(image, request: request) }
+        }
+    }
+
+    /// Runs `operation` with the processing threads as its executor, so the synchronous work
+    /// inside it blocks one of them and never one of Swift's cooperative threads. Unscheduled,
+    /// it runs here.
+    func onProcessingThreads<T>(_ operation: () async throws -> T) async throws -> T {
+        guard scheduler.limits.isScheduling else { return try await operation() }
+        return try await withTaskExecutorPreference(processingPool) { try await operation() }
+    }
+
+    /// `scheme://host:port` of `url`: what the per-host download limit counts.
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme ?? "http"
+        return "\(scheme)://\(url.host ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
+    }
+
+    /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
+    /// records their digest as ``Image/originalSHA256``.
+    static func verified(_ image: Image, request: ImageRequest) throws(ImageLoader.Error) -> Image {
+        let actual = SHA256Hex.digest(image.data)
+        if let expected = request.expectedSHA256, actual != expected {
+            throw .checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
+        }
+        var image = image
+        image.originalSHA256 = actual
+        return image
+    }
+
+    /// Runs a processor, wrapping its errors.
+    static func process(_ image: Image, with processor: any ImageProcessing) async throws -> Image {
+        do {
+            return try await processor.process(image)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ImageLoader.Error.processingFailed(processor: processor.identifier, reason: "\(error)")
+        }
+    }
+}
