@@ -152,7 +152,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
         // Somebody opens piece 30 while it waits to be prefetched.
         let opened = loader.imageTask(with: Self.request(30, processor, .high))
         let key = Self.request(30, processor, .high).cacheKey
-        for await _ in loader.pipeline.scheduler.changes.stream() where flightPriority(loader, key) == .high { break }
+        for await _ in loader.pipeline.scheduler.changeStream() where flightPriority(loader, key) == .high { break }
         #expect(loader.schedulingStats.processing.queued == 50, "joined, not queued again")
 
         processor.allow(1)

@@ -202,7 +202,7 @@ public actor ImageLoader {
     /// ``ImageDatabase/onSchedulingChange``.
     public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
         let scheduler = pipeline.scheduler
-        let changes = scheduler.changes.stream()
+        let changes = scheduler.changeStream()
         return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let task = Task {
                 for await _ in changes { continuation.yield(scheduler.stats) }

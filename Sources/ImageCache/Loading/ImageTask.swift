@@ -36,7 +36,7 @@ public final class ImageTask: Sendable, Hashable {
         }
         let node = pipeline.scheduler.makeCaller(request.priority)
         self.node = node
-        let caller = ImagePipeline.Caller(node: node, countsHits: countsHits, wantsMemory: wantsMemory)
+        let caller = ImagePipeline.Caller(node: node, priority: request.priority, countsHits: countsHits, wantsMemory: wantsMemory)
         task = Task {
             defer { pipeline.scheduler.removeCaller(node) }
             return try await pipeline.image(for: request, as: caller)

@@ -83,10 +83,11 @@ extension ImagePipeline {
     }
 
     /// Stage 3: reads `request`'s entry within the disk-read limit and decides by its freshness.
-    func diskLookup(_ request: ImageRequest, flight id: Flights.FlightID) async throws -> DiskLookup {
+    /// - Parameter node: the node the read queues as, asked for only if it has to wait.
+    func diskLookup(_ request: ImageRequest, queueingFor node: () -> Scheduler.Node) async throws -> DiskLookup {
         guard request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk() else { return .miss }
         let key = request.cacheKey
-        guard let entry = try await scheduler.run(.diskRead, for: .flight(id), { read(key, from: disk) }) else {
+        guard let entry = try await scheduler.run(.diskRead, queueingFor: node, { read(key, from: disk) }) else {
             return .miss
         }
         if request.processor == nil, let digest = entry.originalSHA256 {

@@ -119,7 +119,11 @@ final class ImagePipeline: Sendable {
     /// Who asks for an image: a node of the scheduler's priority graph, and what answering it
     /// counts as.
     struct Caller: Sendable {
-        let node: Scheduler.Node
+        /// Its node (an ``ImageTask``'s, or a variant's flight); `nil` for a fixed ``priority``,
+        /// which gets a node only if it has to wait.
+        var node: Scheduler.Node?
+        /// The priority of a caller without a node.
+        var priority = ImageRequest.Priority.normal
         /// Whether a hit answered to it counts (a prefetch's does not).
         var countsHits = true
         /// Whether its result is kept in memory (a prefetch to disk's is not).
@@ -169,11 +173,7 @@ final class ImagePipeline: Sendable {
     /// Stages 2-6, after memory could not answer: the flight of the key, led or joined.
     /// - Parameter caller: who asks; by default a caller at the request's priority.
     func load(_ request: ImageRequest, stale: Image?, as caller: Caller? = nil) async throws -> Image {
-        guard let caller else {
-            let node = scheduler.makeCaller(request.priority)
-            defer { scheduler.removeCaller(node) }
-            return try await load(request, stale: stale, as: Caller(node: node))
-        }
+        let caller = caller ?? Caller(priority: request.priority)
         let key = request.cacheKey
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
@@ -188,13 +188,14 @@ final class ImagePipeline: Sendable {
                 throw error
             case let .join(id):
                 // The flight's work runs at the highest priority among its callers.
-                scheduler.attach(caller.node, to: .flight(id), wantsMemory: caller.wantsMemory)
-                defer { scheduler.detach(caller.node, from: .flight(id), wantedMemory: caller.wantsMemory) }
+                let attachment = scheduler.attach(caller, to: .flight(id))
+                defer { scheduler.detach(attachment) }
                 result = try await wait(flightKey, flight: id, joining: caller.countsHits)
             case let .lead(id):
-                scheduler.attach(caller.node, to: .flight(id), wantsMemory: caller.wantsMemory)
-                defer { scheduler.detach(caller.node, from: .flight(id), wantedMemory: caller.wantsMemory) }
-                result = try await lead(request, flight: id, stale: stale, caller: caller)
+                // Attached only once it waits for something: a disk hit costs no bookkeeping.
+                var attachment: Scheduler.Attachment?
+                defer { if let attachment { scheduler.detach(attachment) } }
+                result = try await lead(request, flight: id, stale: stale, caller: caller, attachment: &attachment)
             }
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
@@ -223,9 +224,15 @@ final class ImagePipeline: Sendable {
 
     /// The leader's part: the disk in its own task, then, on a miss, hand the rest to work that
     /// every waiter shares. Returns `nil` when the flight ended before the leader could wait.
+    /// - Parameter attachment: the leader's attachment to the flight, made when it first waits.
     private func lead(
-        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, caller: Caller
+        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, caller: Caller,
+        attachment: inout Scheduler.Attachment?
     ) async throws -> Image? {
+        func attached() -> Scheduler.Node {
+            if attachment == nil { attachment = scheduler.attach(caller, to: .flight(id)) }
+            return .flight(id)
+        }
         var stale = stale
         // 3. Disk: read and checked right here, within the disk-read limit; a hit needs no task
         //    and no hop.
@@ -233,7 +240,7 @@ final class ImagePipeline: Sendable {
         if stale == nil {
             let found: DiskLookup
             do {
-                found = try await diskLookup(request, flight: id)
+                found = try await diskLookup(request, queueingFor: attached)
             } catch is CancellationError {
                 found = .notRead  // the leader left while it waited; the work reads it, if wanted
             } catch {
@@ -244,7 +251,7 @@ final class ImagePipeline: Sendable {
             case let .answer(entry, refreshing):
                 if caller.countsHits { counters.diskHits.increment() }
                 if refreshing { answeredStale(entry, for: request, refreshing: true) }
-                complete(request, flight: id, with: .success(entry))
+                complete(request, flight: id, with: .success(entry), leaderWantsMemory: caller.wantsMemory)
                 return entry
             case let .revalidate(entry):
                 stale = entry
@@ -262,7 +269,9 @@ final class ImagePipeline: Sendable {
             complete(request, flight: id, with: .failure(error))
             throw error
         }
-        // 4-6. Origin or processing, then store, in work that outlives the leader.
+        // 4-6. Origin or processing, then store, in work that outlives the leader and runs at
+        //      the priority of everybody waiting, the leader included.
+        _ = attached()
         let (revalidating, checked) = (stale, diskChecked)
         let work = Caller(node: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
         let started = flights.withLock { flights in
@@ -289,7 +298,7 @@ final class ImagePipeline: Sendable {
         var outcome: [LiveCounter] = []
         do {
             if !diskChecked {
-                switch try await diskLookup(request, flight: id) {
+                switch try await diskLookup(request, queueingFor: { .flight(id) }) {
                 case let .answer(entry, refreshing):
                     if work.countsHits { counters.diskHits.increment() }
                     if refreshing { answeredStale(entry, for: request, refreshing: true) }
@@ -392,11 +401,16 @@ final class ImagePipeline: Sendable {
 
     /// Ends the flight: keeps a success in memory (unless `no-store`), remembers a failure until
     /// its expiry, and resumes every waiter.
-    private func complete(_ request: ImageRequest, flight id: Flights.FlightID, with result: Result<Image, any Swift.Error>) {
+    /// - Parameter leaderWantsMemory: the leader answers by itself (a disk hit) and is not
+    ///   attached to the flight: whether it wants the image in memory.
+    private func complete(
+        _ request: ImageRequest, flight id: Flights.FlightID, with result: Result<Image, any Swift.Error>,
+        leaderWantsMemory: Bool = false
+    ) {
         var remembered: (ImageLoader.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
-            if image.cacheHeaders?.cacheControl.noStore != true, scheduler.wantsMemory(.flight(id)) {
+            if image.cacheHeaders?.cacheControl.noStore != true, leaderWantsMemory || scheduler.wantsMemory(.flight(id)) {
                 memory.insert(image, forKey: request.cacheKey)
             }
         case .failure(ImageLoader.Error.notCached), .failure(ImageLoader.Error.tooBusy):

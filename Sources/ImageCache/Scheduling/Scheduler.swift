@@ -17,8 +17,10 @@ final class Scheduler: Sendable {
     private let clock: AnyClock<Duration>
     /// Deadlines of work queued beyond the capacity, by entry.
     private let deadlines = Mutex<[Machine.EntryID: Task<Void, Never>]>([:])
-    /// The counts, for anybody who follows them; bumped after every change.
-    let changes = LiveValue(0)
+    /// Bumped after every change while anybody follows it (see ``changeStream()``).
+    private let changes = LiveValue(0)
+    /// Streams of ``changes`` open now: with none, a change costs no lock.
+    private let followers = Atomic<Int>(0)
 
     init(limits: ImageLoader.Limits, clock: AnyClock<Duration>) {
         self.limits = limits
@@ -46,20 +48,38 @@ final class Scheduler: Sendable {
 
     func setPriority(_ priority: ImageRequest.Priority, of caller: Node) {
         machine.withLock { $0.setPriority(priority, of: caller) }
-        changes.increment()
+        changed()
     }
 
     func priority(of node: Node) -> ImageRequest.Priority? {
         machine.withLock { $0.priority(of: node) }
     }
 
-    func attach(_ input: Node, to flight: Node, wantsMemory: Bool) {
-        machine.withLock { $0.attach(input, to: flight, wantsMemory: wantsMemory) }
-        changes.increment()  // the flight's priority may have risen
+    /// One caller attached to one flight, to detach when it stops waiting.
+    struct Attachment {
+        let input: Node
+        let flight: Node
+        /// The caller had a fixed priority: its node was made for this attachment.
+        let madeNode: Bool
+        let wantsMemory: Bool
     }
 
-    func detach(_ input: Node, from flight: Node, wantedMemory: Bool) {
-        machine.withLock { $0.detach(input, from: flight, wantedMemory: wantedMemory) }
+    /// Attaches `caller` to `flight`: its own node, or, for a fixed priority, a node made for it.
+    func attach(_ caller: ImagePipeline.Caller, to flight: Node) -> Attachment {
+        let input = machine.withLock { machine in
+            let input = caller.node ?? machine.makeCaller(caller.priority)
+            machine.attach(input, to: flight, wantsMemory: caller.wantsMemory)
+            return input
+        }
+        changed()  // the flight's priority may have risen
+        return Attachment(input: input, flight: flight, madeNode: caller.node == nil, wantsMemory: caller.wantsMemory)
+    }
+
+    func detach(_ attachment: Attachment) {
+        machine.withLock { machine in
+            machine.detach(attachment.input, from: attachment.flight, wantedMemory: attachment.wantsMemory)
+            if attachment.madeNode { machine.removeCaller(attachment.input) }
+        }
     }
 
     func wantsMemory(_ flight: Node) -> Bool {
@@ -75,6 +95,14 @@ final class Scheduler: Sendable {
     func run<T>(
         _ stage: Stage, for node: Node, host: String? = nil, _ operation: () async throws -> T
     ) async throws -> T {
+        try await run(stage, host: host, queueingFor: { node }, operation)
+    }
+
+    /// ``run(_:for:host:_:)`` with the node asked for only when the work has to queue: a free
+    /// slot costs no priority bookkeeping (the leader's disk read).
+    func run<T>(
+        _ stage: Stage, host: String? = nil, queueingFor node: () -> Node, _ operation: () async throws -> T
+    ) async throws -> T {
         guard limits.isScheduling else { return try await operation() }
         try await acquire(stage, node: node, host: host)
         defer { release(stage, host: host) }
@@ -82,11 +110,12 @@ final class Scheduler: Sendable {
         return try await operation()
     }
 
-    private func acquire(_ stage: Stage, node: Node, host: String?) async throws {
+    private func acquire(_ stage: Stage, node makeNode: () -> Node, host: String?) async throws {
         let id: Machine.EntryID? = machine.withLock { machine in
             machine.tryStart(stage, host: host) ? nil : machine.makeID()
         }
-        guard let id else { return changes.increment() }
+        guard let id else { return changed() }
+        let node = makeNode()
         defer { endDeadline(id) }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -100,20 +129,20 @@ final class Scheduler: Sendable {
                 case .start: continuation.resume()
                 case .refused: continuation.resume(throwing: ImageLoader.Error.tooBusy(stage: stage.description, waited: nil))
                 case .waiting(overCapacity: true): startDeadline(stage, id: id)
-                case .waiting(overCapacity: false): changes.increment()
+                case .waiting(overCapacity: false): changed()
                 }
             }
         } onCancel: {
             machine.withLock { $0.cancel(stage, id: id) }?.resume(throwing: CancellationError())
-            changes.increment()
+            changed()
         }
-        changes.increment()
+        changed()
     }
 
     private func release(_ stage: Stage, host: String?) {
         let started = machine.withLock { $0.release(stage, host: host) }
         for waiter in started { waiter.resume() }
-        changes.increment()
+        changed()
     }
 
     /// Fails entry `id` if it has not started within the interactive deadline.
@@ -128,7 +157,7 @@ final class Scheduler: Sendable {
         deadlines.withLock { $0[id] = task }
         // It may have started (or left) before the deadline was stored.
         if !machine.withLock({ $0.isQueued(stage, id: id) }) { endDeadline(id) }
-        changes.increment()
+        changed()
     }
 
     /// Cancels the deadline of entry `id`, which started or left.
@@ -146,9 +175,33 @@ final class Scheduler: Sendable {
         defer {
             let started = machine.withLock { $0.releaseOriginal(bytes: bytes) }
             for waiter in started { waiter.resume() }
-            changes.increment()
+            changed()
         }
         return try await operation()
+    }
+
+    // MARK: - Following
+
+    /// Says that something changed, to the streams that follow.
+    private func changed() {
+        if followers.load(ordering: .relaxed) > 0 { changes.increment() }
+    }
+
+    /// A stream that yields after each change (a start, a wait, a finish, a refusal, a priority
+    /// change); it starts with one value at once.
+    func changeStream() -> AsyncStream<Int> {
+        followers.add(1, ordering: .relaxed)
+        let upstream = changes.stream()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                for await value in upstream { continuation.yield(value) }
+                continuation.finish()
+            }
+            continuation.onTermination = { [weak self] _ in
+                task.cancel()
+                self?.followers.subtract(1, ordering: .relaxed)
+            }
+        }
     }
 
     // MARK: - Reading
