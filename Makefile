@@ -2,7 +2,7 @@
 SWIFT ?= swift
 export VIPS_WARNING ?= 0
 
-.PHONY: all run test test-swift test-browser bench fuzz build release bootstrap clean
+.PHONY: all run test test-swift test-browser bench fuzz docs build release bootstrap clean
 
 all: build
 
@@ -24,6 +24,15 @@ test: bootstrap
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/browser-test
+
+## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
+## fails on any DocC warning and on any public symbol without a doc comment.
+docs: bootstrap
+	rm -rf .build-docs
+	$(SWIFT) package --allow-writing-to-directory .build-docs generate-documentation \
+	  --target ImageCache --target Imaging --output-path .build-docs --warnings-as-errors --transform-for-static-hosting
+	scripts/doc-coverage ImageCache Imaging
+	@echo "open: python3 -m http.server -d .build-docs/ImageCache.doccarchive 8000, then http://127.0.0.1:8000/documentation/imagecache/"
 
 ## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary) side by side.
 bench:

@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // `make docs`: the DocC catalogs of ImageCache and Imaging as a static site.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(

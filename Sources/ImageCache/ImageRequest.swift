@@ -28,7 +28,14 @@ public struct ImageRequest: Sendable {
     public var priority: Priority
 
     /// Creates a request.
-    /// - Parameter expectedSHA256: hex digest, with or without a `sha256:` prefix.
+    /// - Parameters:
+    ///   - url: the original image's URL.
+    ///   - processor: the variant to make; `nil` for the original bytes.
+    ///   - expectedSHA256: hex digest, with or without a `sha256:` prefix.
+    ///   - headers: extra request headers for the origin.
+    ///   - retryingFailures: forget a failure remembered for this key and try again.
+    ///   - cachePolicy: how the request uses the cache.
+    ///   - priority: where its work goes in each stage's queue.
     public init(
         url: URL,
         processor: (any ImageProcessing)? = nil,

@@ -43,8 +43,11 @@ public struct ArtRenderer: Sendable {
     }
 
     /// Renders `emoji` on `palette`'s gradient as an RGB PNG of 360x650.
-    /// - Parameter shift: pixels the emoji sits below the centre (negative: above); the
-    ///   gallery's revisions move it to make new art of the same piece.
+    /// - Parameters:
+    ///   - emoji: the text to draw, usually one emoji.
+    ///   - palette: the background gradient.
+    ///   - shift: pixels the emoji sits below the centre (negative: above); the gallery's
+    ///     revisions move it to make new art of the same piece.
     /// - Throws: ``Imaging/Error/encodeFailed(format:detail:)`` when libvips cannot draw the text
     ///   (for example when the Noto Color Emoji font is missing: run scripts/bootstrap).
     public func render(emoji: String, palette: Palette, shift: Int = 0) throws(Imaging.Error) -> [UInt8] {

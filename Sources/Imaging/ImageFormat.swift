@@ -1,6 +1,13 @@
 /// The encoded formats `Imaging` reads.
 public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
-    case png, jpeg, webp, gif
+    /// PNG, with or without alpha.
+    case png
+    /// JPEG (baseline or progressive).
+    case jpeg
+    /// WebP, lossy or lossless.
+    case webp
+    /// GIF; the first frame is used.
+    case gif
 
     /// The MIME type, e.g. `image/png`.
     public var mimeType: String { "image/\(rawValue)" }

@@ -75,10 +75,12 @@ public actor ImageDatabase {
 
     /// Creates a database.
     /// - Parameters:
+    ///   - configuration: the directory, the disk limit and the loader's limits.
     ///   - fetcher: where originals come from; HTTP by default.
     ///   - clock: the clock failure expiries run on; tests pass a `TestClock`.
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts,
     ///     so it is the date, not a duration clock; tests pass one they move.
+    ///   - logger: where the cache logs damaged entries, disk failures and stale answers.
     public init(
         configuration: Configuration = .init(),
         fetcher: any ImageFetching = HTTPImageFetcher(),
@@ -119,7 +121,7 @@ public actor ImageDatabase {
     }
 
     /// Loads `request`: memory, then the download in flight, then disk, then the network (see
-    /// the pipeline's stages in `docs/architecture.md`).
+    /// <doc:RequestFlow>).
     ///
     /// A variant (a request with a processor) is made from the original, which goes through
     /// the same path, so it is fetched once for all variants and cached on disk too.

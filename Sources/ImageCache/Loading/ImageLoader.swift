@@ -84,6 +84,7 @@ public actor ImageLoader {
 
     /// Creates a loader with memory and single flight, and no disk (``ImageDatabase`` adds one).
     /// - Parameters:
+    ///   - configuration: limits, expiries and the variant ``image(_:)`` makes.
     ///   - fetcher: where originals come from; HTTP by default.
     ///   - clock: the clock failure expiries are measured on; tests pass a `TestClock`.
     ///   - now: the wall clock HTTP freshness is judged by; tests pass one they move.
