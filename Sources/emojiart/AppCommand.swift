@@ -1,5 +1,5 @@
-import ArgumentParser
-import EmojiArt
+public import ArgumentParser
+public import EmojiArt
 import Foundation
 import Hummingbird
 import ImageCache
@@ -36,11 +36,12 @@ struct AppCommand: AsyncParsableCommand {
     @OptionGroup var client: GalleryClientOptions
     @OptionGroup var server: ServerOptions
     @OptionGroup var cache: CacheOptions
+    @OptionGroup var answers: AnswerOptions
 
     func run() async throws {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
-            trust: client.trust, offline: client.offline
+            trust: client.trust, offline: client.offline, httpCache: answers.httpCache
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -48,6 +49,17 @@ struct AppCommand: AsyncParsableCommand {
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }
 }
+
+/// `--http-cache`, shared by the commands that serve the web app.
+struct AnswerOptions: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "How browsers and proxies may cache image answers: revalidate (Cache-Control: no-cache; the browser asks every time and gets a 304, so the toolbar still counts), immutable (pages link /thumbs/N?v=HASH URLs served with max-age=31536000, immutable, for an edge cache or CDN; an outdated v= is redirected), or no-store. Every image answer has a strong ETag and answers If-None-Match with 304.",
+        valueName: "mode"
+    ))
+    var httpCache: HTTPCacheMode = .revalidate
+}
+
+extension HTTPCacheMode: ExpressibleByArgument {}
 
 /// `--gallery` and `--concurrency`, shared by the commands that load a gallery.
 struct GalleryClientOptions: ParsableArguments {

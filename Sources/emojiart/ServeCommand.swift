@@ -16,6 +16,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var server: ServerOptions
     @OptionGroup var cache: CacheOptions
+    @OptionGroup var answers: AnswerOptions
 
     @Option(help: "Port of the gallery; 0 picks a free one.")
     var galleryPort: Int = 0
@@ -40,7 +41,7 @@ struct ServeCommand: AsyncParsableCommand {
             let configuration = AppConfiguration(
                 host: server.host, port: server.port ?? 8080,
                 galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency,
-                trust: .pinned(fingerprint: key.fingerprint)
+                trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache
             )
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")

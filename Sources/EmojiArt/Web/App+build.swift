@@ -40,7 +40,8 @@ public enum EmojiArtApp {
             thumbnail: ThumbnailProcessor(size: configuration.thumbnailSize),
             large: ThumbnailProcessor(size: configuration.detailSize),
             metrics: AppMetrics(),
-            prefetcher: ImagePrefetcher(database: database)
+            prefetcher: ImagePrefetcher(database: database),
+            httpCache: configuration.httpCache
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(ErrorPageMiddleware(services: services))

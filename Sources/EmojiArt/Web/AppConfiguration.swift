@@ -18,12 +18,15 @@ public struct AppConfiguration: Sendable {
     public var trust: GalleryTrust
     /// Never touch the network: the feed and images come from the cache only.
     public var offline: Bool
+    /// How browsers and proxies may cache the image answers; ``HTTPCacheMode/revalidate`` by
+    /// default.
+    public var httpCache: HTTPCacheMode
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
-        offline: Bool = false
+        offline: Bool = false, httpCache: HTTPCacheMode = .revalidate
     ) {
         self.host = host
         self.port = port
@@ -33,5 +36,6 @@ public struct AppConfiguration: Sendable {
         self.detailSize = detailSize
         self.trust = trust
         self.offline = offline
+        self.httpCache = httpCache
     }
 }

@@ -14,7 +14,37 @@ struct AppServices: Sendable {
     let metrics: AppMetrics
     /// Loads the details variants ahead, at low priority, once the catalog is shown.
     let prefetcher: ImagePrefetcher
+    /// How browsers and proxies may cache the image answers.
+    let httpCache: HTTPCacheMode
     let requests = RequestTable()
+    let etags = ETagTable()
+
+    /// The strong ETag of an image answer: the SHA-256 of its bytes, hashed once per variant of
+    /// each original (a variant is a function of its original's bytes and its processor).
+    func etag(of image: Image, piece: Int, variant: String) -> String {
+        let key = RequestTable.Key(piece: piece, variant: variant)
+        if let source = image.originalSHA256,
+           let known = etags.table.withLock({ $0[key] }), known.source == source, known.bytes == image.data.count {
+            return known.etag
+        }
+        let etag = "\"" + SHA256Hex.digest(image.data) + "\""
+        if let source = image.originalSHA256 {
+            etags.table.withLock { $0[key] = (source, image.data.count, etag) }
+        }
+        return etag
+    }
+
+    /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
+    /// the SHA-256 of the original's checksum and the processor's identifier, so a new original
+    /// or another processor gives a new URL, known before the variant is made.
+    static func version(_ file: ImageFile, processor: ThumbnailProcessor) -> String {
+        String(SHA256Hex.digest(Array("\(file.checksum)\n\(processor.identifier)".utf8)).prefix(16))
+    }
+
+    /// The query an image URL of `file` carries in this mode: `?v=...` when immutable.
+    func query(_ file: ImageFile, processor: ThumbnailProcessor) -> String {
+        httpCache == .immutable ? "?v=" + Self.version(file, processor: processor) : ""
+    }
 
     /// The request for piece `number` made by `processor`, built once per feed entry: parsing its
     /// URL on every request would cost more than the memory hit it leads to. High priority: a
@@ -41,6 +71,11 @@ struct AppServices: Sendable {
         ]
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }
+}
+
+/// ETags by piece and variant, with the original digest and size they were computed for.
+final class ETagTable: Sendable {
+    let table = Mutex<[RequestTable.Key: (source: String, bytes: Int, etag: String)]>([:])
 }
 
 /// Requests by piece and variant; an entry is used only while its checksum matches the feed's.

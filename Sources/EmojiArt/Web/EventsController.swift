@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import ImageCache
 import ServiceLifecycle
@@ -16,7 +17,8 @@ struct EventsController<Context: RequestContext>: Sendable {
         routes.get("events") { _, _ in
             Response(
                 status: .ok,
-                headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                // Never buffered by a proxy in front (nginx honours X-Accel-Buffering).
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-store", HTTPField.Name("X-Accel-Buffering")!: "no"],
                 body: ResponseBody { writer in try await stream(to: &writer) }
             )
         }

@@ -50,7 +50,7 @@ struct PageController<Context: RequestContext>: Sendable {
             let entries = await services.model.entries
             let progress = services.model.progress.value
             let cards: [[String: Any]] = entries.enumerated().map { index, entry in
-                Self.card(index: index, file: entry.file, status: entry.status)
+                card(index: index, file: entry.file, status: entry.status)
             }
             var context: [String: Any] = [
                 "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
@@ -78,11 +78,19 @@ struct PageController<Context: RequestContext>: Sendable {
         if let piece = entry.file.pieceNumber, let large = services.request(piece: piece, processor: services.large) {
             services.prefetcher.setPriority(.high, for: [large])
         }
-        var page = Self.card(index: index, file: entry.file, status: entry.status)
+        var page = card(index: index, file: entry.file, status: entry.status)
         page["title"] = entry.file.name
         page["explanation"] = entry.status.explanation
         page["url"] = entry.file.url
         return Self.html(await services.render("details", page))
+    }
+
+    /// A card's template values, with its image URLs' query in this ``HTTPCacheMode``.
+    func card(index: Int, file: ImageFile, status: VerificationStatus) -> [String: Any] {
+        var card = Self.card(index: index, file: file, status: status)
+        card["thumbQuery"] = services.query(file, processor: services.thumbnail)
+        card["largeQuery"] = services.query(file, processor: services.large)
+        return card
     }
 
     static func card(index: Int, file: ImageFile, status: VerificationStatus) -> [String: Any] {

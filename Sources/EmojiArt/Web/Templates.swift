@@ -146,7 +146,7 @@ enum Templates {
       {{#cards}}
         <a class="card" href="/pieces/{{index}}" data-status="{{status}}">
           {{#showImage}}
-          <div class="thumb"><img src="/thumbs/{{piece}}" alt="{{name}}" width="{{thumbWidth}}" height="{{thumbHeight}}"
+          <div class="thumb"><img src="/thumbs/{{piece}}{{thumbQuery}}" alt="{{name}}" width="{{thumbWidth}}" height="{{thumbHeight}}"
                onerror="this.parentNode.outerHTML = document.getElementById('unavailable').innerHTML"></div>
           {{/showImage}}
           {{^showImage}}
@@ -175,7 +175,7 @@ enum Templates {
       <p><a href="/">← Back to the catalog</a></p>
       <div class="details">
         <div class="art">
-          {{#showImage}}<img id="large" src="/large/{{piece}}" alt="{{name}}"
+          {{#showImage}}<img id="large" src="/large/{{piece}}{{largeQuery}}" alt="{{name}}"
              onerror="this.outerHTML = document.getElementById('unavailable').innerHTML">{{/showImage}}
           {{^showImage}}<div class="placeholder" data-placeholder style="width:330px;height:600px"><span class="icon">🖼️</span><span>{{placeholderText}}</span></div>{{/showImage}}
         </div>
