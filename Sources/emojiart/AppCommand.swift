@@ -41,7 +41,7 @@ struct AppCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
-            trust: client.trust, offline: client.offline, httpCache: answers.httpCache
+            trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -57,6 +57,9 @@ struct AnswerOptions: ParsableArguments {
         valueName: "mode"
     ))
     var httpCache: HTTPCacheMode = .revalidate
+
+    @Option(help: ArgumentHelp("A name the toolbar shows: which instance a browser talks to when several run behind one address.", valueName: "name"))
+    var instanceName: String?
 }
 
 extension HTTPCacheMode: ExpressibleByArgument {}

@@ -10,7 +10,7 @@ struct EmojiArtCommand: AsyncParsableCommand {
         abstract: "EmojiArt for Linux: an emoji art gallery, an image cache and the app that shows them.",
         subcommands: [
             ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, TrustCommand.self, CacheCommand.self,
-            ThumbnailCommand.self,
+            ThumbnailCommand.self, ClusterCommand.self,
         ],
         defaultSubcommand: ServeCommand.self
     )

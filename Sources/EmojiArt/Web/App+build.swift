@@ -41,7 +41,8 @@ public enum EmojiArtApp {
             large: ThumbnailProcessor(size: configuration.detailSize),
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(database: database),
-            httpCache: configuration.httpCache
+            httpCache: configuration.httpCache,
+            instanceName: configuration.instanceName
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(ErrorPageMiddleware(services: services))

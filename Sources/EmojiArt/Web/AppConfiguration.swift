@@ -21,12 +21,15 @@ public struct AppConfiguration: Sendable {
     /// How browsers and proxies may cache the image answers; ``HTTPCacheMode/revalidate`` by
     /// default.
     public var httpCache: HTTPCacheMode
+    /// The name the toolbar shows, when several instances run behind one address; `nil` shows
+    /// none.
+    public var instanceName: String?
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
-        offline: Bool = false, httpCache: HTTPCacheMode = .revalidate
+        offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -37,5 +40,6 @@ public struct AppConfiguration: Sendable {
         self.trust = trust
         self.offline = offline
         self.httpCache = httpCache
+        self.instanceName = instanceName
     }
 }

@@ -16,6 +16,8 @@ struct AppServices: Sendable {
     let prefetcher: ImagePrefetcher
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
+    /// The instance name the toolbar shows, if any.
+    let instanceName: String?
     let requests = RequestTable()
     let etags = ETagTable()
 
@@ -69,6 +71,7 @@ struct AppServices: Sendable {
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
             "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
         ]
+        if let instanceName { context["instance"] = instanceName }
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }
 }

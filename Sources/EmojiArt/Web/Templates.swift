@@ -77,6 +77,7 @@ enum Templates {
         <span>not modified <b id="revalidations">{{stats.revalidations}}</b></span>
         <span>refreshed <b id="refreshed">{{stats.refreshed}}</b></span>
         <span>stale <b id="stale-answers">{{stats.staleAnswers}}</b></span>
+        {{#instance}}<span>instance <b id="instance">{{instance}}</b></span>{{/instance}}
       </div>
       <div class="actions">
         <form method="post" action="/cache/clear-memory"><button id="clear-memory" type="submit">Clear memory cache</button></form>

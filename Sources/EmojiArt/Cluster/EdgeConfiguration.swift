@@ -1,0 +1,157 @@
+/// The nginx configuration that puts several app instances behind one address: the edge, with
+/// an image cache sharded by piece, and the origin shield in front of the gallery. One template:
+/// `emojiart cluster` writes it for its processes, `deploy/nginx/emojiart.conf` is it for three
+/// instances on fixed ports, and a test keeps the two the same.
+///
+/// - Image routes (`/thumbs/N`, `/large/N`): `hash` on the piece number, `consistent`, so a
+///   piece's thumbnail and large image have one owner among the instances; `proxy_cache` with
+///   `proxy_cache_lock` (one miss per key reaches an instance) and `proxy_cache_use_stale`;
+///   `proxy_next_upstream error timeout` skips a dead instance. Answers are kept as their
+///   `Cache-Control` says: with `--http-cache immutable`, for a year under their `?v=` URL.
+/// - Pages, JSON, the event stream and the clear actions: `hash` on the client's address, so one
+///   browser stays with one instance and the toolbar is about that instance; the event stream is
+///   not buffered.
+/// - The shield: a second `server` on its own port in front of the gallery, with its own cache and
+///   `proxy_cache_lock`, which the instances use as their gallery: the whole cluster asks the
+///   gallery once per piece.
+/// - Keep-alive connections to every upstream.
+public struct EdgeConfiguration: Sendable, Hashable {
+    /// Ports of the app instances on `host`.
+    public var instancePorts: [Int]
+    /// Port of the gallery on `host`.
+    public var galleryPort: Int
+    /// Port the edge listens on (the address people open).
+    public var edgePort: Int
+    /// Port the shield listens on (the instances' `--gallery`).
+    public var shieldPort: Int
+    /// Where the upstreams listen, and where the edge and the shield listen.
+    public var host: String
+    /// Directory of nginx's caches (`images/` and `shield/`) and temporary files.
+    public var cacheDirectory: String
+    /// The largest size of each of the two caches, in megabytes.
+    public var cacheMegabytes: Int
+
+    /// Creates a configuration.
+    public init(
+        instancePorts: [Int], galleryPort: Int, edgePort: Int, shieldPort: Int, host: String = "127.0.0.1",
+        cacheDirectory: String, cacheMegabytes: Int = 1024
+    ) {
+        self.instancePorts = instancePorts
+        self.galleryPort = galleryPort
+        self.edgePort = edgePort
+        self.shieldPort = shieldPort
+        self.host = host
+        self.cacheDirectory = cacheDirectory
+        self.cacheMegabytes = cacheMegabytes
+    }
+
+    /// The `http { ... }` block's contents: caches, maps, upstreams and the two servers.
+    public var httpBlock: String {
+        let instances = instancePorts.map { "    server \(host):\($0) max_fails=1 fail_timeout=5s;" }.joined(separator: "\n")
+        return """
+            # EmojiArt: \(instancePorts.count) app instances behind one edge, the gallery behind a shield.
+            proxy_cache_path \(cacheDirectory)/images levels=1:2 keys_zone=emojiart_images:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
+            proxy_cache_path \(cacheDirectory)/shield levels=1:2 keys_zone=emojiart_shield:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
+            proxy_temp_path \(cacheDirectory)/temp;
+
+            # A piece's thumbnail and large image share one owner: the hash key is the piece.
+            map $uri $emojiart_piece {
+                ~^/(?:thumbs|large)/(?<piece>[0-9]+)$ $piece;
+                default $uri;
+            }
+
+            upstream emojiart_images {
+                hash $emojiart_piece consistent;
+            \(instances)
+                keepalive 32;
+            }
+
+            # One browser, one instance: its toolbar counts and clears that instance's caches.
+            upstream emojiart_pages {
+                hash $remote_addr consistent;
+            \(instances)
+                keepalive 16;
+            }
+
+            upstream emojiart_gallery {
+                server \(host):\(galleryPort);
+                keepalive 16;
+            }
+
+            # The edge: what people open.
+            server {
+                listen \(host):\(edgePort);
+                proxy_http_version 1.1;
+                proxy_set_header Connection "";
+                proxy_set_header Host $http_host;
+
+                location ~ ^/(thumbs|large)/ {
+                    proxy_pass http://emojiart_images;
+                    proxy_cache emojiart_images;
+                    proxy_cache_key $uri$is_args$args;
+                    proxy_cache_lock on;
+                    proxy_cache_lock_timeout 30s;
+                    proxy_cache_use_stale error timeout updating http_502 http_503;
+                    proxy_next_upstream error timeout;
+                    proxy_next_upstream_tries 3;
+                    proxy_connect_timeout 2s;
+                    add_header X-Cache-Status $upstream_cache_status always;
+                }
+
+                location = /events {
+                    proxy_pass http://emojiart_pages;
+                    proxy_buffering off;
+                    proxy_read_timeout 1h;
+                }
+
+                location / {
+                    proxy_pass http://emojiart_pages;
+                    proxy_next_upstream error timeout;
+                    proxy_connect_timeout 2s;
+                }
+            }
+
+            # The origin shield: the instances' gallery. One request per piece reaches the gallery.
+            server {
+                listen \(host):\(shieldPort);
+                proxy_http_version 1.1;
+                proxy_set_header Connection "";
+
+                location / {
+                    proxy_pass http://emojiart_gallery;
+                    proxy_cache emojiart_shield;
+                    proxy_cache_lock on;
+                    proxy_cache_lock_timeout 30s;
+                    proxy_cache_revalidate on;
+                    proxy_cache_valid 404 1m;  # the missing pieces: asked once, not once per instance
+                    proxy_cache_use_stale error timeout updating http_500 http_502 http_503;
+                    add_header X-Cache-Status $upstream_cache_status always;
+                }
+            }
+            """
+    }
+
+    /// A whole `nginx.conf` for nginx run as `nginx -p PREFIX -c FILE`: the `http` block, with a
+    /// pid file and logs under `prefix`.
+    public func nginxConf(prefix: String, workers: Int = 2) -> String {
+        """
+        # Generated by emojiart (EdgeConfiguration): edit the template in Sources/EmojiArt/Cluster.
+        worker_processes \(workers);
+        pid \(prefix)/nginx.pid;
+        error_log \(prefix)/error.log warn;
+        events { worker_connections 1024; }
+        http {
+            access_log off;
+            sendfile on;
+            tcp_nodelay on;
+            keepalive_requests 100000;
+            client_body_temp_path \(cacheDirectory)/temp/client;
+            fastcgi_temp_path \(cacheDirectory)/temp/fastcgi;
+            uwsgi_temp_path \(cacheDirectory)/temp/uwsgi;
+            scgi_temp_path \(cacheDirectory)/temp/scgi;
+        \(httpBlock.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "    " + $0 }.joined(separator: "\n"))
+        }
+
+        """
+    }
+}

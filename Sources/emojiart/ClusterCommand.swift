@@ -1,0 +1,174 @@
+import ArgumentParser
+import Dispatch
+import EmojiArt
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import GalleryServer
+import Hummingbird
+import Logging
+import MessageSignatures
+
+/// `emojiart cluster`: the gallery, N app instances with caches of their own, and nginx in front
+/// (the edge, sharded by piece, and the origin shield), on 127.0.0.1, for people to try and for
+/// tests. Ctrl-C (or SIGTERM) stops everything it started.
+struct ClusterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cluster",
+        abstract: "Start a local cluster: the gallery, N app instances, and nginx in front (an edge and an origin shield).",
+        discussion: """
+            The instances are `emojiart app` processes, each with its own cache directory under --work-dir, and fetch the \
+            gallery through nginx's origin shield, so the whole cluster asks the gallery once per piece. The edge shards \
+            image requests by piece (hash ... consistent) and keeps their answers (proxy_cache, with --http-cache \
+            immutable by default); one browser stays with one instance for pages and the event stream, and the toolbar \
+            names it. The nginx configuration is written to WORK/nginx/nginx.conf from the same template as \
+            deploy/nginx/emojiart.conf. Prints the URL to open and each instance's address and pid; Ctrl-C or SIGTERM \
+            stops the instances and nginx and leaves no process behind.
+            """
+    )
+
+    @Option(help: "App instances behind the edge.")
+    var instances: Int = 3
+
+    @Option(help: "Port of the edge (the address to open); 0 picks a free one.")
+    var port: Int = 8080
+
+    @Option(help: ArgumentHelp("Where the instances' caches, nginx's caches and its configuration go (default: a new temporary directory, removed at exit).", valueName: "directory"))
+    var workDir: String?
+
+    @Option(help: ArgumentHelp("The instances' --http-cache.", valueName: "mode"))
+    var httpCache: HTTPCacheMode = .immutable
+
+    @Option(help: "Seed of the gallery's feed.")
+    var seed: UInt64 = GalleryConfiguration.defaultSeed
+
+    func validate() throws {
+        guard (1...32).contains(instances) else { throw ValidationError("--instances must be 1...32") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+    }
+
+    func run() async throws {
+        guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile) else {
+            throw CommandFailure("nginx is not installed: run scripts/bootstrap (it installs Debian's nginx-light)")
+        }
+        let temporary = workDir == nil
+        let work = workDir.map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("emojiart-cluster-\(UUID().uuidString)")
+        defer { if temporary { try? FileManager.default.removeItem(at: work) } }
+        for folder in ["nginx", "nginx-cache/temp"] {
+            try FileManager.default.createDirectory(at: work.appendingPathComponent(folder), withIntermediateDirectories: true)
+        }
+
+        // The gallery, in this process, with a key the instances pin.
+        let key = try gallerySigningKey(nil)
+        let (galleryPorts, galleryPort) = AsyncStream.makeStream(of: Int.self)
+        let gallery = try await Gallery.buildApplication(
+            .init(host: "127.0.0.1", port: 0, seed: seed, signingKey: key), logger: Logger(label: "gallery")
+        ) { galleryPort.yield($0) }
+        let galleryTask = Task { try await gallery.runService(gracefulShutdownSignals: []) }
+        var galleryIterator = galleryPorts.makeAsyncIterator()
+        guard let galleryPortNumber = await galleryIterator.next() else { throw CommandFailure("the gallery did not start") }
+
+        let edge = EdgeConfiguration(
+            instancePorts: (0..<instances).map { _ in freePort() }, galleryPort: galleryPortNumber,
+            edgePort: port == 0 ? freePort() : port, shieldPort: freePort(),
+            cacheDirectory: work.appendingPathComponent("nginx-cache").path
+        )
+        let prefix = work.appendingPathComponent("nginx").path
+        let conf = prefix + "/nginx.conf"
+        try edge.nginxConf(prefix: prefix).write(toFile: conf, atomically: true, encoding: .utf8)
+
+        var children: [Process] = []
+        func stopAll() {
+            for child in children where child.isRunning { kill(child.processIdentifier, SIGTERM) }
+            for child in children { child.waitUntilExit() }
+            galleryTask.cancel()
+        }
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: nginx)
+        proxy.arguments = ["-p", prefix, "-c", conf, "-g", "daemon off;"]
+        try proxy.run()
+        children.append(proxy)
+
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        for (index, instancePort) in edge.instancePorts.enumerated() {
+            let app = Process()
+            app.executableURL = executable
+            app.arguments = [
+                "app", "--port", "\(instancePort)", "--gallery", "http://127.0.0.1:\(edge.shieldPort)",
+                "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
+                "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
+            ]
+            app.standardOutput = FileHandle.nullDevice
+            do {
+                try app.run()
+            } catch {
+                stopAll()
+                throw CommandFailure("could not start instance \(index + 1): \(error)")
+            }
+            children.append(app)
+        }
+
+        // Ready once nginx and every instance answer.
+        let ready = await waitUntilAnswering(
+            ["http://127.0.0.1:\(edge.edgePort)/health"] + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
+            while: { children.allSatisfy(\.isRunning) }
+        )
+        guard ready else {
+            stopAll()
+            throw CommandFailure("the cluster did not come up: see \(prefix)/error.log; is port \(edge.edgePort) free? (--port 0 picks one)")
+        }
+        say("cluster: open http://127.0.0.1:\(edge.edgePort)/")
+        for (index, app) in children.dropFirst().enumerated() {
+            say("cluster: instance \(index + 1): http://127.0.0.1:\(edge.instancePorts[index]) pid \(app.processIdentifier)")
+        }
+        say("cluster: nginx pid \(proxy.processIdentifier), shield http://127.0.0.1:\(edge.shieldPort), gallery http://127.0.0.1:\(galleryPortNumber), work \(work.path)")
+
+        // Until Ctrl-C or SIGTERM, or until nginx stops.
+        let (signals, received) = AsyncStream.makeStream(of: Int32.self)
+        let sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number)
+            source.setEventHandler { received.yield(number) }
+            source.resume()
+            return source
+        }
+        var iterator = signals.makeAsyncIterator()
+        _ = await iterator.next()
+        say("cluster: stopping")
+        sources.forEach { $0.cancel() }
+        stopAll()
+    }
+}
+
+/// Waits until every URL answers 200, polling, while `running` holds: a child process has no
+/// other way to say it is ready. At most 120 s.
+private func waitUntilAnswering(_ urls: [String], while running: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(120)
+    var pending = urls
+    while !pending.isEmpty, Date() < deadline, running() {
+        var still: [String] = []
+        for url in pending {
+            let answered = (try? await URLSession.shared.data(from: URL(string: url)!)).map { ($0.1 as? HTTPURLResponse)?.statusCode == 200 } ?? false
+            if !answered { still.append(url) }
+        }
+        pending = still
+        if !pending.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
+    }
+    return pending.isEmpty
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; the cluster binds it right after).
+private func freePort() -> Int {
+    let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(socketFD) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

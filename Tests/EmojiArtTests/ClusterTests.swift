@@ -1,0 +1,225 @@
+import AsyncHTTPClient
+import Dispatch
+import EmojiArt
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// A running `emojiart cluster` (the gallery, app instances, real nginx as edge and shield),
+/// started as a person starts it and stopped with SIGINT.
+final class RunningCluster: Sendable {
+    let process: Process
+    let edge: String
+    let gallery: String
+    /// Each instance's address and pid.
+    let instances: [(url: String, pid: Int32)]
+    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    private let data = TemporaryDirectory("emojiart-cluster-data")
+
+    /// Starts `emojiart cluster --port 0 ARGUMENTS` and reads the addresses it prints. The blocking
+    /// reads happen on a Dispatch thread, not on the cooperative pool.
+    init(_ arguments: [String] = []) async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLineTests.binary)
+        process.arguments = ["cluster", "--port", "0"] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_WARNING": "0", "XDG_DATA_HOME": data.url.path]) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let lines: [String] = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var text = ""
+                while !text.contains("cluster: nginx pid") {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }  // it exited
+                    text += String(decoding: chunk, as: UTF8.self)
+                }
+                continuation.resume(returning: text.split(separator: "\n").map(String.init))
+            }
+        }
+        func value(after marker: String, in line: String) -> String? {
+            line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) }
+        }
+        guard let edge = lines.compactMap({ value(after: "cluster: open ", in: $0) }).first,
+              let gallery = lines.compactMap({ value(after: "gallery ", in: $0) }).first
+        else {
+            process.terminate()
+            throw ClusterError("the cluster did not start: \(lines)")
+        }
+        self.edge = edge.hasSuffix("/") ? String(edge.dropLast()) : edge
+        self.gallery = gallery
+        instances = lines.filter { $0.hasPrefix("cluster: instance ") }.compactMap { line in
+            guard let url = value(after: ": ", in: line.replacingOccurrences(of: "cluster: instance", with: "")),
+                  let pid = value(after: " pid ", in: line).flatMap(Int32.init) else { return nil }
+            return (url, pid)
+        }
+    }
+
+    struct ClusterError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// GET `url` (a path is taken as the edge's): status, headers and body.
+    func get(_ url: String) async throws -> (status: Int, headers: HTTPHeaders, body: [UInt8]) {
+        let full = url.hasPrefix("http") ? url : edge + url
+        let response = try await client.execute(HTTPClientRequest(url: full), timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 10 << 20)
+        return (Int(response.status.code), response.headers, Array(buffer: body))
+    }
+
+    /// Sums the samples of `metric` (any labels) on the /metrics page at `base`.
+    func metric(_ metric: String, at base: String) async throws -> [String: Double] {
+        let text = String(decoding: try await get(base + "/metrics").body, as: UTF8.self)
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix(metric) {
+            let parts = line.split(separator: " ")
+            values[String(parts[0])] = Double(parts.last ?? "") ?? 0
+        }
+        return values
+    }
+
+    /// Stops the cluster as a person does, with Ctrl-C, and waits for it.
+    func stop() async throws {
+        kill(process.processIdentifier, SIGINT)
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.process.waitUntilExit()
+                continuation.resume()
+            }
+        }
+        try await client.shutdown()
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterTests {
+    /// The catalog's image URLs as the edge's pages link them: 78 thumbnails (26 pieces, each 3
+    /// times) and, found through the 307 of an outdated version, the 26 large images.
+    static func catalogURLs(_ cluster: RunningCluster) async throws -> (thumbnails: [String], large: [String]) {
+        let page = String(decoding: try await cluster.get("/").body, as: UTF8.self)
+        let thumbnails = page.components(separatedBy: "src=\"").dropFirst()
+            .map { String($0.prefix { $0 != "\"" }) }.filter { $0.hasPrefix("/thumbs/") }
+        var large: [String] = []
+        for piece in Set(thumbnails.compactMap { $0.split(separator: "/").last?.split(separator: "?").first }).sorted() {
+            let redirect = try await cluster.get("/large/\(piece)?v=outdated")
+            #expect(redirect.status == 307)
+            if let location = redirect.headers.first(name: "location") { large.append(location) }
+        }
+        return (thumbnails, large)
+    }
+
+    /// Sums every instance's cache activity: what any image request reaching it changes.
+    static func instanceActivity(_ cluster: RunningCluster) async throws -> Double {
+        var total = 0.0
+        for instance in cluster.instances {
+            total += try await cluster.metric("emojiart_cache_hits_total", at: instance.url).values.reduce(0, +)
+            total += try await cluster.metric("emojiart_stage_started_total", at: instance.url).values.reduce(0, +)
+        }
+        return total
+    }
+
+    @Test func threeInstancesBehindTheEdgeAskTheGalleryOncePerPieceAndTheSecondPassReachesNoInstance() async throws {
+        let cluster = try await RunningCluster()
+        do {
+            #expect(cluster.instances.count == 3)
+            let page = String(decoding: try await cluster.get("/").body, as: UTF8.self)
+            #expect(page.contains("id=\"instance\">") && page.contains(" of 3 (port "), "the page says which instance")
+            let (thumbnails, large) = try await Self.catalogURLs(cluster)
+            #expect(thumbnails.count == 78 && large.count == 26)
+            #expect(thumbnails.allSatisfy { $0.contains("?v=") })
+
+            for url in thumbnails + large {
+                let answer = try await cluster.get(url)
+                #expect(answer.status == 200 && answer.headers.first(name: "content-type") == "image/png", "\(url)")
+            }
+            let before = try await Self.instanceActivity(cluster)
+            for url in thumbnails + large {
+                let answer = try await cluster.get(url)
+                #expect(answer.status == 200 && answer.headers.first(name: "x-cache-status") == "HIT", "\(url)")
+            }
+            #expect(try await Self.instanceActivity(cluster) == before, "the second pass is answered by nginx alone")
+
+            // Start-up verification of three instances and both passes: one request per piece.
+            let requests = try await cluster.metric("gallery_image_requests_total", at: cluster.gallery)
+            #expect(requests.count == 29 + 1)  // every piece, and the "invalid" counter
+            #expect(requests.filter { !$0.key.contains("invalid") }.values.allSatisfy { $0 == 1 }, "\(requests)")
+
+            // An outdated version is sent to the current one.
+            let outdated = try await cluster.get(thumbnails[0].replacingOccurrences(of: "?v=", with: "?v=0"))
+            #expect(outdated.status == 307 && outdated.headers.first(name: "location") == thumbnails[0])
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+        #expect(cluster.instances.allSatisfy { kill($0.pid, 0) != 0 }, "no instance left behind")
+    }
+
+    @Test func aKilledInstanceIsSkippedAndItsPiecesAreServedByTheOthers() async throws {
+        let cluster = try await RunningCluster()
+        do {
+            let (thumbnails, large) = try await Self.catalogURLs(cluster)
+            for url in Set(thumbnails) { _ = try await cluster.get(url) }
+            let galleryBefore = try await cluster.metric("gallery_image_requests_total", at: cluster.gallery).values.reduce(0, +)
+
+            // Instance 2 dies between the passes; the large images were never asked for, so a
+            // third of them belong to it and must be made by the others.
+            kill(cluster.instances[1].pid, SIGKILL)
+            for url in large {
+                let answer = try await cluster.get(url)
+                #expect(answer.status == 200, "\(url) after the kill")
+            }
+            for url in Set(thumbnails) {
+                #expect(try await cluster.get(url).status == 200)
+            }
+            // Their originals come from the shield: the gallery is not asked again.
+            let galleryAfter = try await cluster.metric("gallery_image_requests_total", at: cluster.gallery).values.reduce(0, +)
+            #expect(galleryAfter == galleryBefore)
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+        #expect(cluster.instances.allSatisfy { kill($0.pid, 0) != 0 }, "no instance left behind")
+    }
+
+    @Test func theDeployedNginxConfigurationIsTheClusterTemplate() throws {
+        let edge = EdgeConfiguration(
+            instancePorts: [8081, 8082, 8083], galleryPort: 8090, edgePort: 8080, shieldPort: 8091,
+            cacheDirectory: "/var/cache/nginx/emojiart"
+        )
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let deployed = try String(contentsOf: root.appendingPathComponent("deploy/nginx/emojiart.conf"), encoding: .utf8)
+        let body = deployed.split(separator: "\n", omittingEmptySubsequences: false).drop { $0.hasPrefix("# /etc") || $0.hasPrefix("# behind") || $0.hasPrefix("# Sources") }
+        #expect(body.joined(separator: "\n") == edge.httpBlock)
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
+    func theSystemdUnitsVerify() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for unit in ["emojiart-gallery.service", "emojiart-app@.service"] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+            let path = root.appendingPathComponent("deploy/systemd/\(unit)").path
+            // A template is verified as one of its instances.
+            let instance = unit.replacingOccurrences(of: "@.service", with: "@8081.service")
+            let directory = TemporaryDirectory("emojiart-units")
+            let target = directory.url.appendingPathComponent(instance).path
+            try FileManager.default.copyItem(atPath: path, toPath: target)
+            process.arguments = ["verify", "--man=no", target]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = pipe
+            try process.run()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            // The executable is not installed on a build machine; everything else must be clean.
+            let problems = output.split(separator: "\n").filter { !$0.contains("/usr/local/bin/emojiart") && !$0.isEmpty }
+            #expect(problems.isEmpty, "\(unit): \(problems)")
+        }
+    }
+}
