@@ -12,10 +12,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app, burst, peers
+        case imaging, cache, fetch, gallery, app, burst, cluster, peers
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, burst, peers (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, burst, cluster, peers (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -36,6 +36,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
             case .burst: try await BurstBench.run(seconds: max(3, Int(seconds * 2)))
+            case .cluster: try await ClusterBench.run(seconds: max(3, Int(seconds * 2)))
             case .peers: try await PeersBench.run(seconds: max(3, Int(seconds * 2)))
             }
         }

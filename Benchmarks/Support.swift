@@ -125,6 +125,8 @@ final class Server {
     private let output = Pipe()
     /// The URL it announced.
     private(set) var url = ""
+    /// Everything it printed up to and including the announcement.
+    private(set) var announcement = ""
 
     /// Starts `executable` and waits for a line matching `pattern` (its first capture is the URL).
     init(_ executable: String, _ arguments: [String], announcing pattern: String) throws {
@@ -144,6 +146,7 @@ final class Server {
             if let match = regex.firstMatch(in: buffer, range: NSRange(buffer.startIndex..., in: buffer)),
                let range = Range(match.range(at: 1), in: buffer) {
                 url = String(buffer[range])
+                announcement = buffer
                 return
             }
         }

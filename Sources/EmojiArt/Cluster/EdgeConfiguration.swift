@@ -143,8 +143,9 @@ public struct EdgeConfiguration: Sendable, Hashable {
         http {
             access_log off;
             sendfile on;
+            tcp_nopush on;
             tcp_nodelay on;
-            keepalive_requests 100000;
+            keepalive_requests 1000000;
             client_body_temp_path \(cacheDirectory)/temp/client;
             fastcgi_temp_path \(cacheDirectory)/temp/fastcgi;
             uwsgi_temp_path \(cacheDirectory)/temp/uwsgi;

@@ -1,0 +1,80 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// `emojiart cluster --instances 3` as people start it: the catalog loaded cold through the edge
+/// (wall time, gallery requests), then warm requests through the edge against nginx serving the
+/// same bytes from files, and one instance answered directly.
+enum ClusterBench {
+    static func run(seconds: Int) async throws {
+        print("## Cluster: 3 app instances behind nginx (edge sharded by piece, origin shield), --http-cache immutable\n")
+        // Its last line names the gallery; by then it has printed the edge and the instances.
+        let cluster = try Server(
+            Bench.emojiart, ["cluster", "--instances", "3", "--port", "0"], announcing: #"gallery (http://[^,\s]+)"#
+        )
+        defer { cluster.stop() }
+        let lines = cluster.announcement.split(separator: "\n")
+        func address(after marker: String) -> String? {
+            lines.lazy.compactMap { line in line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) } }.first
+        }
+        guard let edgeURL = address(after: "cluster: open "), let instance = address(after: "instance 1: ") else {
+            throw BenchError("the cluster did not say where it is: \(cluster.announcement)")
+        }
+        let edge = edgeURL.hasSuffix("/") ? String(edgeURL.dropLast()) : edgeURL
+        let gallery = cluster.url
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        func get(_ url: String) async throws -> HTTPClientResponse {
+            let response = try await client.execute(HTTPClientRequest(url: url.hasPrefix("http") ? url : edge + url), timeout: .seconds(60))
+            _ = try await response.body.collect(upTo: 10 << 20)
+            return response
+        }
+        let page = try await client.execute(HTTPClientRequest(url: edge + "/"), timeout: .seconds(60))
+        let html = String(buffer: try await page.body.collect(upTo: 10 << 20))
+        let thumbnails = Array(Set(html.components(separatedBy: "src=\"").dropFirst()
+            .map { String($0.prefix { $0 != "\"" }) }.filter { $0.hasPrefix("/thumbs/") })).sorted()
+        var large: [String] = []
+        for url in thumbnails {
+            let piece = url.split(separator: "/")[1].split(separator: "?")[0]
+            let redirect = try await get("/large/\(piece)?v=0")
+            if let location = redirect.headers.first(name: "location") { large.append(location) }
+        }
+
+        // Cold: every thumbnail and large image of the catalog, 8 at a time, through the edge.
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var pending = (thumbnails + large)[...]
+            for _ in 0..<8 { if let url = pending.popFirst() { group.addTask { _ = try await get(url) } } }
+            while try await group.next() != nil {
+                if let url = pending.popFirst() { group.addTask { _ = try await get(url) } }
+            }
+        }
+        let cold = start.duration(to: .now)
+        let requests = try HTTPBench.originRequests(gallery)
+
+        // Warm: the same 26 thumbnails through the edge, from files by nginx, and from one instance.
+        let root = Bench.work + "/cluster-static"
+        try? FileManager.default.removeItem(atPath: root)
+        try FileManager.default.createDirectory(atPath: root + "/thumbs", withIntermediateDirectories: true)
+        for url in thumbnails {
+            try download(edge + url, to: root + "/thumbs/" + String(url.split(separator: "/")[1].split(separator: "?")[0]))
+        }
+        let nginx = try Nginx(root: root, locations: "location /thumbs/ { default_type image/png; }")
+        defer { nginx.stop() }
+        let staticPaths = thumbnails.map { "/thumbs/" + $0.split(separator: "/")[1].split(separator: "?")[0] }
+        let throughEdge = try Bench.wrk(edge, paths: thumbnails, seconds: seconds)
+        let fromFiles = try Bench.wrk(nginx.base, paths: staticPaths, seconds: seconds)
+        let direct = try Bench.wrk(instance, paths: thumbnails, seconds: seconds)
+        try await client.shutdown()
+
+        Bench.table(["cold: the catalog's \(thumbnails.count) thumbnails and \(large.count) large images, 8 at a time", "ms", "gallery image requests (start-up included)", "of them 404s for missing pieces"], [
+            ["through the edge, 3 instances", Bench.format(cold.milliseconds, 0), "\(requests.total)", "\(requests.total - requests.served)"],
+        ])
+        Bench.table(["warm (wrk over the \(thumbnails.count) thumbnail URLs)", "req/s", "vs nginx from files"], [
+            ["through the edge (nginx proxy_cache)", Bench.format(throughEdge, 0), Bench.format(throughEdge / fromFiles) + "x"],
+            ["nginx serving the same bytes from files", Bench.format(fromFiles, 0), "1.00x"],
+            ["one instance directly (memory hit)", Bench.format(direct, 0), Bench.format(direct / fromFiles) + "x"],
+        ])
+        print("Target: warm through the edge >= 0.9x nginx serving the same bytes statically (\(Bench.format(throughEdge / fromFiles))x).\n")
+    }
+}
