@@ -62,15 +62,21 @@ enum ClusterBench {
         let nginx = try Nginx(root: root, locations: "location /thumbs/ { default_type image/png; }")
         defer { nginx.stop() }
         let staticPaths = thumbnails.map { "/thumbs/" + $0.split(separator: "/")[1].split(separator: "?")[0] }
-        let throughEdge = try Bench.wrk(edge, paths: thumbnails, seconds: seconds)
-        let fromFiles = try Bench.wrk(nginx.base, paths: staticPaths, seconds: seconds)
+        // The two alternate three times and each keeps its best run: on a shared machine a
+        // neighbour slows one run or the other, never helps one.
+        var throughEdge = 0.0
+        var fromFiles = 0.0
+        for _ in 0..<3 {
+            throughEdge = max(throughEdge, try Bench.wrk(edge, paths: thumbnails, seconds: seconds))
+            fromFiles = max(fromFiles, try Bench.wrk(nginx.base, paths: staticPaths, seconds: seconds))
+        }
         let direct = try Bench.wrk(instance, paths: thumbnails, seconds: seconds)
         try await client.shutdown()
 
         Bench.table(["cold: the catalog's \(thumbnails.count) thumbnails and \(large.count) large images, 8 at a time", "ms", "gallery image requests (start-up included)", "of them 404s for missing pieces"], [
             ["through the edge, 3 instances", Bench.format(cold.milliseconds, 0), "\(requests.total)", "\(requests.total - requests.served)"],
         ])
-        Bench.table(["warm (wrk over the \(thumbnails.count) thumbnail URLs)", "req/s", "vs nginx from files"], [
+        Bench.table(["warm (wrk over the \(thumbnails.count) thumbnail URLs; edge and files: best of 3 alternating runs)", "req/s", "vs nginx from files"], [
             ["through the edge (nginx proxy_cache)", Bench.format(throughEdge, 0), Bench.format(throughEdge / fromFiles) + "x"],
             ["nginx serving the same bytes from files", Bench.format(fromFiles, 0), "1.00x"],
             ["one instance directly (memory hit)", Bench.format(direct, 0), Bench.format(direct / fromFiles) + "x"],
