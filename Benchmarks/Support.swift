@@ -1,3 +1,4 @@
+import EmojiArt
 import Foundation
 
 /// Timing, subprocesses, wrk and nginx for the benchmarks.
@@ -91,18 +92,7 @@ enum Bench {
     }
 
     /// A free TCP port on 127.0.0.1.
-    static func freePort() -> Int {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socketFD) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    static func freePort() -> Int { LoopbackPort.free() }
 
     /// Prints a Markdown table.
     static func table(_ header: [String], _ rows: [[String]]) {

@@ -71,8 +71,8 @@ struct ClusterCommand: AsyncParsableCommand {
         guard let galleryPortNumber = await galleryIterator.next() else { throw CommandFailure("the gallery did not start") }
 
         let edge = EdgeConfiguration(
-            instancePorts: (0..<instances).map { _ in freePort() }, galleryPort: galleryPortNumber,
-            edgePort: port == 0 ? freePort() : port, shieldPort: freePort(),
+            instancePorts: (0..<instances).map { _ in LoopbackPort.free() }, galleryPort: galleryPortNumber,
+            edgePort: port == 0 ? LoopbackPort.free() : port, shieldPort: LoopbackPort.free(),
             cacheDirectory: work.appendingPathComponent("nginx-cache").path
         )
         let prefix = work.appendingPathComponent("nginx").path
@@ -157,18 +157,4 @@ private func waitUntilAnswering(_ urls: [String], while running: () -> Bool) asy
         if !pending.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
     }
     return pending.isEmpty
-}
-
-/// A free TCP port on 127.0.0.1 (free when asked; the cluster binds it right after).
-private func freePort() -> Int {
-    let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(socketFD) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
