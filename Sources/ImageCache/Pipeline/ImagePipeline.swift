@@ -192,6 +192,13 @@ final class ImagePipeline: Sendable {
                 defer { scheduler.detach(attachment) }
                 result = try await wait(flightKey, flight: id, joining: caller.countsHits)
             case let .lead(id):
+                // The flight this caller missed in memory may have ended just before it began
+                // this one: its image is in memory now, and reading the disk again would be work
+                // done twice.
+                if stale == nil, case let .answered(image) = memoryLookup(request, countingHit: caller.countsHits) {
+                    complete(request, flight: id, with: .success(image))
+                    return image
+                }
                 // Attached only once it waits for something: a disk hit costs no bookkeeping.
                 var attachment: Scheduler.Attachment?
                 defer { if let attachment { scheduler.detach(attachment) } }
