@@ -41,6 +41,12 @@ import TestSupport
             let opened = await database.stats()
             #expect(opened.diskHits == after.diskHits + 1)
             #expect(opened.scheduling.processing.started == after.scheduling.processing.started)
+
+            // Loading the catalog again prefetches nothing again: no disk read, no processing.
+            try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
+            let again = await database.stats().scheduling
+            #expect(again.diskReads.started == opened.scheduling.diskReads.started)
+            #expect(again.processing.started == opened.scheduling.processing.started)
         }
     }
 

@@ -112,12 +112,14 @@ final class RunningCluster: Sendable {
         return (thumbnails, large)
     }
 
-    /// Sums every instance's cache activity: what any image request reaching it changes.
+    /// Sums every instance's cache answers (hits by tier and origin fetches): what any image
+    /// request reaching an instance changes. A background prefetch of details images, which
+    /// may still run on the page's instance, counts no hit, so it cannot move this.
     static func instanceActivity(_ cluster: RunningCluster) async throws -> Double {
         var total = 0.0
         for instance in cluster.instances {
             total += try await cluster.metric("emojiart_cache_hits_total", at: instance.url).values.reduce(0, +)
-            total += try await cluster.metric("emojiart_stage_started_total", at: instance.url).values.reduce(0, +)
+            total += try await cluster.metric("emojiart_origin_fetches_total", at: instance.url).values.reduce(0, +)
         }
         return total
     }

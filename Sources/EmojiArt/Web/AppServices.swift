@@ -20,6 +20,23 @@ struct AppServices: Sendable {
     let instanceName: String?
     let requests = RequestTable()
     let etags = ETagTable()
+    /// The details variants prefetched so far, by cache key and the original's checksum: each
+    /// is prefetched once, not on every load of the catalog. Cleared with the disk.
+    let prefetched = PrefetchedKeys()
+
+    /// Prefetches the details variants of `pieces` that were not prefetched before.
+    func prefetchDetails(of pieces: [Int]) {
+        let requests = pieces.compactMap { request(piece: $0, processor: large) }
+        let new = prefetched.keys.withLock { done in
+            requests.filter { done.insert($0.cacheKey + " " + ($0.expectedSHA256 ?? "")).inserted }
+        }
+        if !new.isEmpty { prefetcher.startPrefetching(with: new) }
+    }
+
+    /// Forgets what was prefetched (the disk was cleared): the next catalog load prefetches again.
+    func forgetPrefetches() {
+        prefetched.keys.withLock { $0.removeAll() }
+    }
 
     /// The strong ETag of an image answer: the SHA-256 of its bytes, hashed once per variant of
     /// each original (a variant is a function of its original's bytes and its processor).
@@ -74,6 +91,11 @@ struct AppServices: Sendable {
         if let instanceName { context["instance"] = instanceName }
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }
+}
+
+/// Details variants already prefetched, by cache key and the original's checksum.
+final class PrefetchedKeys: Sendable {
+    let keys = Mutex<Set<String>>([])
 }
 
 /// ETags by piece and variant, with the original digest and size they were computed for.

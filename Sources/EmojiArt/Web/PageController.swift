@@ -16,6 +16,7 @@ struct PageController<Context: RequestContext>: Sendable {
         }
         routes.post("cache/clear-disk") { request, _ in
             await services.database.clear()
+            services.forgetPrefetches()
             return Self.back(request)
         }
         routes.post("retry") { _, _ in
@@ -60,9 +61,7 @@ struct PageController<Context: RequestContext>: Sendable {
             // The details variants of what is shown, ahead of a click, at low priority: after
             // every thumbnail and verification, and refused first when the queues are full.
             let pieces = Set(entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber))
-            services.prefetcher.startPrefetching(with: pieces.sorted().compactMap {
-                services.request(piece: $0, processor: services.large)
-            })
+            services.prefetchDetails(of: pieces.sorted())
             let page = await services.render("list", context)
             return Self.html(page)
         }
