@@ -58,6 +58,18 @@ enum Bench {
 
     /// `wrk` over `paths` (rotated by a Lua script) for `seconds`; requests per second.
     static func wrk(_ base: String, paths: [String], seconds: Int, connections: Int = 16) throws -> Double {
+        try wrkRun(base, paths: paths, seconds: seconds, connections: connections).requestsPerSecond
+    }
+
+    /// What one wrk run measured.
+    struct WrkRun {
+        var requestsPerSecond: Double
+        var requests: Int
+    }
+
+    /// `wrk` over `paths` (rotated by a Lua script) for `seconds` with `threads` threads, on CPU
+    /// `core` alone when one is given (`taskset`).
+    static func wrkRun(_ base: String, paths: [String], seconds: Int, connections: Int = 16, threads: Int = 2, core: Int? = nil) throws -> WrkRun {
         guard let wrk = which("wrk") else { throw BenchError("wrk is missing: run scripts/bootstrap bench") }
         let script = work + "/rotate-\(UUID().uuidString).lua"
         let list = paths.map { "\"\($0)\"" }.joined(separator: ", ")
@@ -70,13 +82,17 @@ enum Bench {
         end
         """.write(toFile: script, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: script) }
-        let output = try run(wrk, ["-t2", "-c\(connections)", "-d\(seconds)s", "-s", script, base])
-        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("Requests/sec:") }),
-              let value = Double(line.split(separator: " ").last ?? "")
+        let arguments = ["-t\(threads)", "-c\(connections)", "-d\(seconds)s", "-s", script, base]
+        let output = try core.map { try run(Pinning.taskset, ["-c", "\($0)", wrk] + arguments) } ?? run(wrk, arguments)
+        let lines = output.split(separator: "\n")
+        guard let line = lines.first(where: { $0.hasPrefix("Requests/sec:") }),
+              let value = Double(line.split(separator: " ").last ?? ""),
+              let total = lines.first(where: { $0.contains(" requests in ") }),
+              let requests = Int(total.split(separator: " ").first ?? "")
         else { throw BenchError("could not read wrk's output:\n\(output)") }
-        let errors = output.split(separator: "\n").filter { $0.contains("Non-2xx") || $0.contains("Socket errors") }
+        let errors = lines.filter { $0.contains("Non-2xx") || $0.contains("Socket errors") }
         if !errors.isEmpty { print("  wrk: \(errors.joined(separator: "; "))") }
-        return value
+        return WrkRun(requestsPerSecond: value, requests: requests)
     }
 
     /// Returns once the app's `/health` says it is ready (verification done), polling a child
@@ -194,6 +210,9 @@ final class Nginx {
     }
 
     var base: String { "http://127.0.0.1:\(port)" }
+
+    /// The master's process id (its workers are its children).
+    var pid: Int32 { process.processIdentifier }
 
     func stop() {
         guard process.isRunning else { return }
