@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "GalleryServer", targets: ["GalleryServer"]),
+        .library(name: "FastLane", targets: ["FastLane"]),
         .library(name: "EmojiArt", targets: ["EmojiArt"]),
     ],
     dependencies: [
@@ -37,6 +38,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // `make docs`: the DocC catalogs of ImageCache and Imaging as a static site.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -88,9 +90,25 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Answers memory hits on the event loop, before Hummingbird: the app and the gallery use it.
+        .target(
+            name: "FastLane",
+            dependencies: [
+                "HTTPCaching",
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "GalleryServer",
             dependencies: [
+                "FastLane",
                 "HTTPCaching",
                 "Imaging",
                 "MessageSignatures",
@@ -111,6 +129,7 @@ let package = Package(
         .target(
             name: "EmojiArt",
             dependencies: [
+                "FastLane",
                 "HTTPCaching",
                 "ImageCache",
                 "Imaging",
@@ -165,6 +184,7 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks",
             exclude: ["anchors"],
@@ -176,6 +196,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
@@ -202,8 +223,9 @@ let package = Package(
         .testTarget(
             name: "GalleryServerTests",
             dependencies: [
-                "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
+                "FastLane", "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -216,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "GalleryServer", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                "EmojiArt", "FastLane", "GalleryServer", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -225,6 +247,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

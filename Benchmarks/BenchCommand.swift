@@ -12,16 +12,20 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app, burst, cluster, peers
+        case imaging, cache, fetch, gallery, app, lane, burst, cluster, peers
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, burst, cluster, peers (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, lane, burst, cluster, peers (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
     var seconds: Double = 2
 
+    @Option(help: ArgumentHelp("Serve the files under DIR as the raw SwiftNIO anchor of the lane section, then nothing else (the bench starts it).", visibility: .hidden))
+    var serveRawNio: String?
+
     func run() async throws {
+        if let serveRawNio { try await RawNIOServer.serve(serveRawNio) }
         try FileManager.default.createDirectory(atPath: Bench.work, withIntermediateDirectories: true)
         // The bench's galleries and apps keep their signing key and trusted keys under .build-bench,
         // not in the user's data directory.
@@ -35,6 +39,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .fetch: try await FetchBench.run(seconds: seconds)
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
+            case .lane: try await FastLaneBench.run(seconds: max(3, Int(seconds * 2)))
             case .burst: try await BurstBench.run(seconds: max(3, Int(seconds * 2)))
             case .cluster: try await ClusterBench.run(seconds: max(3, Int(seconds * 2)))
             case .peers: try await PeersBench.run(seconds: max(3, Int(seconds * 2)))

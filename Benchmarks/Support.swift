@@ -7,6 +7,8 @@ enum Bench {
     static let work = root + "/.build-bench"
     static let python = work + "/venv/bin/python"
     static let emojiart = root + "/.build/release/emojiart"
+    /// This program, for the child processes it starts of itself.
+    static let benchBinary = root + "/.build/release/emojiart-bench"
 
     /// Median milliseconds per call of `body` over 5 runs of `seconds / 5` each, after a warm-up.
     static func millisecondsPerOp(seconds: Double, _ body: () async throws -> Void) async rethrows -> Double {

@@ -1,3 +1,4 @@
+import FastLane
 public import Foundation
 public import Hummingbird
 public import Logging
@@ -37,6 +38,10 @@ public struct GalleryConfiguration: Sendable {
     /// default, as in the book. `.zero` publishes one only when `POST /gallery/test/revise`
     /// asks, a route served whenever this is set.
     public var revisionInterval: Duration?
+    /// Answer `GET /gallery/image?N` on the event loop (`FastLane`), byte for byte as the route
+    /// would; on by default, and never while ``faults`` or ``imageGate`` are on (then every
+    /// image request goes through the route, which injects and holds).
+    public var fastLane: Bool
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984
@@ -52,7 +57,7 @@ public struct GalleryConfiguration: Sendable {
         imageGate: ImageGate? = nil, clock: any Clock<Duration> = ContinuousClock(),
         signingKey: SigningKey = .init(), signatureLifetime: Duration = .seconds(3600),
         now: @escaping @Sendable () -> Date = { Date() }, maxAge: Int = 3600, cacheControl: String? = nil,
-        revisionInterval: Duration? = nil, catalog: ArtCatalog = .book
+        revisionInterval: Duration? = nil, catalog: ArtCatalog = .book, fastLane: Bool = true
     ) {
         self.host = host
         self.port = port
@@ -66,6 +71,7 @@ public struct GalleryConfiguration: Sendable {
         self.cacheControl = cacheControl ?? "public, max-age=\(max(0, maxAge))"
         self.revisionInterval = revisionInterval
         self.catalog = catalog
+        self.fastLane = fastLane
     }
 
     /// The fingerprint of ``signingKey``'s public key: its RFC 7638 JWK thumbprint.
@@ -100,10 +106,15 @@ public enum Gallery {
                 : "a revision every \(interval) (and on POST /gallery/test/revise)")
         }
         let publication = try Publication(art: art, seed: configuration.seed, now: configuration.now)
-        let router = try buildRouter(configuration, publication: publication, metrics: metrics)
+        let (router, gallery) = try buildRouterAndController(configuration, publication: publication, metrics: metrics)
+        let serverName = "EmojiArt-Gallery"
+        let laneIsSafe = !configuration.faults.isActive && configuration.imageGate == nil
+        let lane = configuration.fastLane && laneIsSafe
+            ? FastLane(serverName: serverName, now: configuration.now, respond: gallery.fastLane) : nil
         return GalleryApplication(
             responder: router.buildResponder(),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt-Gallery"),
+            server: .http1(fastLane: lane),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             logger: logger, now: configuration.now, running: onServerRunning,
             revisions: configuration.revisionInterval.flatMap { $0 > .zero ? ($0, configuration.clock, publication) : nil }
         )
@@ -116,6 +127,12 @@ public enum Gallery {
     public static func buildRouter(
         _ configuration: GalleryConfiguration, publication: Publication, metrics: GalleryMetrics
     ) throws -> Router<BasicRequestContext> {
+        try buildRouterAndController(configuration, publication: publication, metrics: metrics).router
+    }
+
+    static func buildRouterAndController(
+        _ configuration: GalleryConfiguration, publication: Publication, metrics: GalleryMetrics
+    ) throws -> (router: Router<BasicRequestContext>, gallery: GalleryController<BasicRequestContext>) {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
@@ -131,6 +148,6 @@ public enum Gallery {
             router.addRoutes(RevisionController<BasicRequestContext>(publication: publication).endpoints, atPath: "/gallery/test")
         }
         router.addRoutes(OpsController(metrics: metrics, pieces: configuration.catalog.served.count).endpoints)
-        return router
+        return (router, gallery)
     }
 }

@@ -18,6 +18,8 @@ public struct GalleryApplication: ApplicationProtocol {
 
     /// The router's responder.
     public let responder: Responder
+    /// The HTTP server: HTTP/1.1, with the fast lane when it is on.
+    public let server: HTTPServerBuilder
     /// Address and server name.
     public let configuration: ApplicationConfiguration
     /// The server's logger.

@@ -41,7 +41,8 @@ struct AppCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
-            trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName
+            trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
+            fastLane: server.fastLane
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")

@@ -104,7 +104,8 @@ struct GalleryCommand: AsyncParsableCommand {
             ),
             imageGate: holdImages ? ImageGate() : nil,
             signingKey: key, maxAge: maxAge, cacheControl: cacheControl,
-            revisionInterval: reviseEvery.map { .seconds($0) }, catalog: try ArtCatalog(pieces: pieces)
+            revisionInterval: reviseEvery.map { .seconds($0) }, catalog: try ArtCatalog(pieces: pieces),
+            fastLane: server.fastLane
         )
     }
 
@@ -141,11 +142,14 @@ func runReportingBindErrors(port: Int, _ serve: () async throws -> Void) async t
     }
 }
 
-/// `--host` and `--port`, shared by the commands that serve HTTP.
+/// `--host`, `--port` and `--[no-]fast-lane`, shared by the commands that serve HTTP.
 struct ServerOptions: ParsableArguments {
     @Option(help: "Address to bind. Loopback by default; 0.0.0.0 exposes the server to the network.")
     var host = "127.0.0.1"
 
     @Option(help: "Port to bind; 0 picks a free one.")
     var port: Int?
+
+    @Flag(inversion: .prefixedNo, help: "Answer images already in memory on the event loop, byte for byte as the routes would (on by default; --no-fast-lane sends every request through the router, to compare). The gallery never uses it while faults or --hold-images are on.")
+    var fastLane = true
 }

@@ -32,7 +32,7 @@ struct ServeCommand: AsyncParsableCommand {
         // The gallery runs in this process: the app pins its key rather than learning it.
         let key = try gallerySigningKey(nil)
         let gallery = try await Gallery.buildApplication(
-            .init(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key), logger: Logger(label: "gallery")
+            .init(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key, fastLane: server.fastLane), logger: Logger(label: "gallery")
         ) { port in portContinuation.yield(port) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await gallery.runService() }
@@ -41,7 +41,7 @@ struct ServeCommand: AsyncParsableCommand {
             let configuration = AppConfiguration(
                 host: server.host, port: server.port ?? 8080,
                 galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency,
-                trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache
+                trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache, fastLane: server.fastLane
             )
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")

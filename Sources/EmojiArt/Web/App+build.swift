@@ -1,3 +1,4 @@
+import FastLane
 public import Hummingbird
 public import ImageCache
 public import Logging
@@ -19,11 +20,15 @@ public enum EmojiArtApp {
             galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency,
             trust: configuration.trust, offline: configuration.offline, logger: logger
         )
-        let router = try buildRouter(configuration, model: model, database: database)
+        let (router, services) = try buildRouterAndServices(configuration, model: model, database: database)
         await model.start()
+        let serverName = "EmojiArt"
+        let lane = configuration.fastLane
+            ? FastLane(serverName: serverName, respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
         return Application(
             router: router,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt"),
+            server: .http1(fastLane: lane),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
@@ -33,6 +38,12 @@ public enum EmojiArtApp {
     public static func buildRouter(
         _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
     ) throws -> Router<BasicRequestContext> {
+        try buildRouterAndServices(configuration, model: model, database: database).router
+    }
+
+    static func buildRouterAndServices(
+        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
+    ) throws -> (router: Router<BasicRequestContext>, services: AppServices) {
         let services = AppServices(
             model: model,
             database: database,
@@ -50,6 +61,6 @@ public enum EmojiArtApp {
         router.addRoutes(ImageController(services: services).endpoints)
         router.addRoutes(EventsController(services: services).endpoints)
         router.addRoutes(OpsController(services: services).endpoints)
-        return router
+        return (router, services)
     }
 }

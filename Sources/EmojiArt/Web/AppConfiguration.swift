@@ -24,12 +24,16 @@ public struct AppConfiguration: Sendable {
     /// The name the toolbar shows, when several instances run behind one address; `nil` shows
     /// none.
     public var instanceName: String?
+    /// Answer memory hits of the image routes on the event loop (`FastLane`), byte for byte as
+    /// the routes would; on by default. Off, every request goes through Hummingbird's router.
+    public var fastLane: Bool
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
-        offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil
+        offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil,
+        fastLane: Bool = true
     ) {
         self.host = host
         self.port = port
@@ -41,5 +45,6 @@ public struct AppConfiguration: Sendable {
         self.offline = offline
         self.httpCache = httpCache
         self.instanceName = instanceName
+        self.fastLane = fastLane
     }
 }

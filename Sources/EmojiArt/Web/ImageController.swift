@@ -1,6 +1,9 @@
+import FastLane
 import HTTPCaching
+import HTTPTypes
 import Hummingbird
 import ImageCache
+import NIOCore
 
 /// `GET /thumbs/N` (200 px) and `GET /large/N` (600 px): variants of piece N through the
 /// ``ImageDatabase``; `HEAD` too.
@@ -8,52 +11,133 @@ import ImageCache
 /// Each answer carries a strong `ETag` (the SHA-256 of its bytes) and a matching
 /// `If-None-Match` is answered 304 with no body, after the image was looked up, so the toolbar's
 /// counters still show what the app's caches did. `Cache-Control` follows ``HTTPCacheMode``.
+/// Memory hits are answered the same way, byte for byte, by ``fastLane`` on the event loop when
+/// the lane is on.
 struct ImageController<Context: RequestContext>: Sendable {
     let services: AppServices
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         routes.get("thumbs/:piece") { request, context in
-            try await image(request, context, route: "thumbs", processor: services.thumbnail)
+            try await image(request, context, route: .thumbs)
         }
         routes.get("large/:piece") { request, context in
-            try await image(request, context, route: "large", processor: services.large)
+            try await image(request, context, route: .large)
         }
         return routes
     }
 
-    func image(_ request: Request, _ context: Context, route: String, processor: ThumbnailProcessor) async throws -> Response {
-        guard let number = context.parameters.get("piece", as: Int.self),
-              let file = services.model.feedByPiece.value[number],
-              let imageRequest = services.request(piece: number, processor: processor)
-        else {
-            throw HTTPError(.notFound, message: "no such piece in the feed")
-        }
-        let path = "/\(route)/\(number)"
-        var cacheControl = services.httpCache == .noStore ? "no-store" : "no-cache"
-        if services.httpCache == .immutable, let version = request.uri.queryParameters.get("v") {
-            let current = AppServices.version(file, processor: processor)
-            guard version == current else {
-                // Another original or another variant than the URL names: send the current one.
-                return Response(status: .temporaryRedirect, headers: [.location: "\(path)?v=\(current)", .cacheControl: "no-store"])
+    func image(_ request: Request, _ context: Context, route: ImageRoute) async throws -> Response {
+        let piece = context.parameters.get("piece", as: Int.self)
+        switch services.plan(route, piece: piece, version: request.uri.queryParameters.get("v").map { String($0) }) {
+        case let .notFound(message):
+            throw HTTPError(.notFound, message: message)
+        case let .redirect(location):
+            return Response(status: .temporaryRedirect, headers: [.location: location, .cacheControl: "no-store"])
+        case let .load(plan):
+            let image: Image
+            do {
+                image = try await services.database.image(plan.request)
+            } catch ImageLoader.Error.httpStatus(404, _) {
+                throw HTTPError(.notFound, message: "the gallery does not have piece \(plan.piece)")
+            } catch {
+                throw HTTPError(.badGateway, message: "\(error)")
             }
+            let answer = services.answer(plan, image: image, ifNoneMatch: request.headers[.ifNoneMatch])
+            return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
+        }
+    }
+
+    /// The memory hits of both routes, answered on the event loop: the same plan and answer as
+    /// the routes, and `nil` (passed on to them) for anything else: a miss, a redirect, an
+    /// unknown piece, a query other than `v=`.
+    var fastLane: FastLane.Responder {
+        { [services] request in
+            guard let path = request.path, let target = ImageRoute.parse(path),
+                  case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version),
+                  let image = services.database.memoryImage(for: plan.request)
+            else { return nil }
+            return services.answer(plan, image: image, ifNoneMatch: request.headerFields[.ifNoneMatch])
+        }
+    }
+}
+
+/// The two image routes.
+enum ImageRoute: String, Sendable {
+    case thumbs
+    case large
+
+    /// `/thumbs/N` or `/large/N` with N in ASCII digits, and no query or one `v=` of letters and
+    /// digits; `nil` for any other form (the router answers those).
+    static func parse(_ path: String) -> (route: ImageRoute, piece: Int, version: String?)? {
+        let utf8 = path.utf8
+        let route: ImageRoute
+        var rest: Substring.UTF8View
+        if utf8.starts(with: "/thumbs/".utf8) {
+            route = .thumbs
+            rest = path.dropFirst(8).utf8
+        } else if utf8.starts(with: "/large/".utf8) {
+            route = .large
+            rest = path.dropFirst(7).utf8
+        } else {
+            return nil
+        }
+        let digits = rest.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        guard !digits.isEmpty, digits.count <= 9, let piece = Int(Substring(digits)) else { return nil }
+        rest = rest.dropFirst(digits.count)
+        guard let mark = rest.first else { return (route, piece, nil) }
+        let query = rest.dropFirst()
+        guard mark == UInt8(ascii: "?"), query.starts(with: "v=".utf8) else { return nil }
+        let version = query.dropFirst(2)
+        guard !version.isEmpty, version.count <= 64, version.allSatisfy({
+            ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
+        }) else { return nil }
+        return (route, piece, String(Substring(version)))
+    }
+}
+
+extension AppServices {
+    /// What an image request needs: the piece's request through the database, or no such
+    /// piece, or a redirect to the current `v=`.
+    enum ImagePlan {
+        case notFound(String)
+        case redirect(String)
+        case load(ImageLoad)
+    }
+
+    /// A piece's variant to load and how to answer it.
+    struct ImageLoad {
+        let piece: Int
+        let variant: String
+        let request: ImageRequest
+        let cacheControl: String
+    }
+
+    /// The plan for `route` of `piece`, asked with `version` (`v=`), if any.
+    func plan(_ route: ImageRoute, piece: Int?, version: String?) -> ImagePlan {
+        let processor = route == .thumbs ? thumbnail : large
+        guard let piece, let file = model.feedByPiece.value[piece], let request = request(piece: piece, processor: processor) else {
+            return .notFound("no such piece in the feed")
+        }
+        var cacheControl = httpCache == .noStore ? "no-store" : "no-cache"
+        if httpCache == .immutable, let version {
+            let current = Self.version(file, processor: processor)
+            // Another original or another variant than the URL names: send the current one.
+            guard version == current else { return .redirect("/\(route.rawValue)/\(piece)?v=\(current)") }
             cacheControl = "public, max-age=31536000, immutable"
         }
-        let image: Image
-        do {
-            image = try await services.database.image(imageRequest)
-        } catch ImageLoader.Error.httpStatus(404, _) {
-            throw HTTPError(.notFound, message: "the gallery does not have piece \(number)")
-        } catch {
-            throw HTTPError(.badGateway, message: "\(error)")
-        }
-        let etag = services.etag(of: image, piece: number, variant: processor.identifier)
-        var headers: HTTPFields = [.eTag: etag, .cacheControl: cacheControl]
-        if let ifNoneMatch = request.headers[.ifNoneMatch], ConditionalRequest.matches(ifNoneMatch, etag: etag) {
-            return Response(status: .notModified, headers: headers)
+        return .load(ImageLoad(piece: piece, variant: processor.identifier, request: request, cacheControl: cacheControl))
+    }
+
+    /// The answer with `image`: 200 with the bytes, or 304 when `ifNoneMatch` matches its ETag.
+    func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?) -> FastLane.Answer {
+        let etag = etag(of: image, piece: load.piece, variant: load.variant)
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: load.cacheControl]
+        if let ifNoneMatch, ConditionalRequest.matches(ifNoneMatch, etag: etag) {
+            return FastLane.Answer(status: .notModified, headerFields: headers)
         }
         headers[.contentType] = image.contentType
         headers[.contentLength] = "\(image.data.count)"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: image.data)))
+        return FastLane.Answer(status: .ok, headerFields: headers, body: ByteBuffer(bytes: image.data))
     }
 }

@@ -133,6 +133,16 @@ public actor ImageDatabase {
         }
     }
 
+    /// The image for `request` if memory can answer it now, fresh enough by its ``CachePolicy``:
+    /// counted as a memory hit (and refreshed in the background when stale-while-revalidate says
+    /// so), exactly as ``image(_:)-(ImageRequest)`` would count it. `nil` when memory cannot
+    /// answer, with nothing counted: then call ``image(_:)-(ImageRequest)``. Never suspends, so an
+    /// HTTP server can answer memory hits on its event loop.
+    public nonisolated func memoryImage(for request: ImageRequest) -> Image? {
+        if case let .answered(image) = pipeline.memoryLookup(request) { return image }
+        return nil
+    }
+
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).
     public nonisolated func store(image: Image, forKey key: String) async {
         await imageLoader.add(image, forKey: key)

@@ -1,0 +1,89 @@
+public import Foundation
+import HTTPCaching
+public import HTTPTypes
+public import NIOCore
+import Synchronization
+
+/// Answers requests for images that are already in memory on the event loop that read them,
+/// with no task and no hop to Swift's concurrency threads; every other request goes on to
+/// Hummingbird untouched.
+///
+/// A server gives the lane a ``Responder``: a synchronous function that either answers a request
+/// completely (a memory hit) or returns `nil` (a miss, another route, anything it does not fully
+/// understand), in which case the request is passed on. The lane itself passes on, without asking
+/// the responder, every request that has a body, an `Expect` or a `Connection` field, every
+/// request while an earlier one on the same connection is still being answered by Hummingbird
+/// (HTTP/1.1 pipelining keeps its order), every request while the connection cannot take more
+/// output (Hummingbird's back-pressure then applies), and everything after a passed-on request
+/// that asked to close the connection.
+///
+/// Answers get what Hummingbird's `Application` adds to every answer: `Content-Length` when the
+/// responder did not set one, `Date` and `Server`; `HEAD` gets the `GET` answer's head without
+/// its body. Install it with ``FastLaneHTTP1Channel`` (or `HTTPServerBuilder.http1(fastLane:)`).
+public struct FastLane: Sendable {
+    /// A synchronous answer from memory, or `nil` to pass the request on. Runs on an event loop:
+    /// it must not block or wait.
+    public typealias Responder = @Sendable (HTTPRequest) -> Answer?
+
+    /// A complete answer.
+    public struct Answer: Sendable {
+        /// The status.
+        public var status: HTTPResponse.Status
+        /// The header fields; `Content-Length` is added when missing, `Date` and `Server` always.
+        public var headerFields: HTTPFields
+        /// The body (not sent for `HEAD`).
+        public var body: ByteBuffer
+
+        /// Creates an answer.
+        public init(status: HTTPResponse.Status, headerFields: HTTPFields, body: ByteBuffer = ByteBuffer()) {
+            self.status = status
+            self.headerFields = headerFields
+            self.body = body
+        }
+    }
+
+    /// The function that answers from memory.
+    public let respond: Responder
+    /// The `Server` field of every answer, as the application's `serverName`.
+    public let serverName: String?
+    let date: DateField
+    let answers = Tally()
+
+    /// Creates a lane.
+    /// - Parameters:
+    ///   - serverName: the `Server` field, the same as the application's.
+    ///   - now: the clock the `Date` field is read from (the system clock by default).
+    ///   - respond: answers a request from memory or returns `nil`.
+    public init(serverName: String?, now: @escaping @Sendable () -> Date = { Date() }, respond: @escaping Responder) {
+        self.serverName = serverName
+        self.respond = respond
+        date = DateField(now: now)
+    }
+
+    /// Requests the lane has answered so far, on every connection; the rest went to Hummingbird.
+    public var answered: Int { answers.count.load(ordering: .relaxed) }
+}
+
+/// A count shared by every connection of a lane.
+final class Tally: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// The `Date` field, formatted once per second of the clock it reads.
+final class DateField: Sendable {
+    private let now: @Sendable () -> Date
+    private let cache = Mutex<(second: Int, text: String)>((.min, ""))
+
+    init(now: @escaping @Sendable () -> Date) {
+        self.now = now
+    }
+
+    var value: String {
+        let date = now()
+        let second = Int(date.timeIntervalSince1970.rounded(.down))
+        if let text = cache.withLock({ $0.second == second ? $0.text : nil }) { return text }
+        let text = HTTPDate.format(date)
+        cache.withLock { $0 = (second, text) }
+        return text
+    }
+}

@@ -1,0 +1,63 @@
+public import HummingbirdCore
+public import Logging
+public import NIOCore
+import NIOHTTP1
+public import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+
+/// Hummingbird's HTTP/1.1 child channel with a ``FastLane`` in it: the same pipeline as
+/// `HTTP1Channel` (NIO's HTTP/1 codec, the HTTP types codec, Hummingbird's connection-state
+/// handler, the async channel Hummingbird reads requests from), with the lane between the state
+/// handler and the async channel. Without a lane it is `HTTP1Channel`'s pipeline.
+public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    /// The async channel Hummingbird reads requests from and writes answers to.
+    public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    /// Hummingbird's responder: everything the lane passes on.
+    public let responder: HTTPChannelHandler.Responder
+    /// The lane; `nil` runs Hummingbird alone.
+    public let lane: FastLane?
+    /// Time before an idle connection is closed; `nil` never.
+    public let idleTimeout: TimeAmount?
+
+    /// Creates the channel.
+    public init(responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil) {
+        self.responder = responder
+        self.lane = lane
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Builds the pipeline of an accepted connection.
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            // Hummingbird's own limits and settings (HTTP1Channel.Configuration's defaults).
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = 80 * 1024
+            limits.maxHeaderListSize = 80 * 1024
+            limits.maxHeaderFieldCount = 1000
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
+            )
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout.map { .init($0) }, logger: logger))
+            if let lane { try pipeline.addHandler(FastLaneHandler(lane)) }
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    /// Serves the connection's passed-on requests with Hummingbird's request loop.
+    public func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// An HTTP/1.1 server with `lane` in front of the responder; `nil` is Hummingbird's own
+    /// `.http1(configuration: .init(idleTimeout:))`.
+    public static func http1(fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil) -> HTTPServerBuilder {
+        guard let lane else { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
+        return HTTPServerBuilder { responder in FastLaneHTTP1Channel(responder: responder, lane: lane, idleTimeout: idleTimeout) }
+    }
+}

@@ -1,0 +1,244 @@
+@testable import EmojiArt
+import FastLane
+import Foundation
+import GalleryServer
+import Hummingbird
+import HummingbirdCore
+import ImageCache
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Testing
+import TestSupport
+
+/// The fast lane against Hummingbird alone: twin servers on one router, one model and one
+/// database, one with the lane and one without, asked the same things over raw connections.
+@Suite struct FastLaneTests {
+    struct Twins {
+        let lanePort: Int
+        let plainPort: Int
+        let lane: FastLane
+        let database: ImageDatabase
+        let services: AppServices
+    }
+
+    func withTwins(
+        _ mode: HTTPCacheMode = .revalidate, gate: ImageGate? = nil, idleTimeout: TimeAmount? = nil,
+        _ body: (Twins) async throws -> Void
+    ) async throws {
+        try await withGallery(gate: gate) { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: mode)
+            let model = makeModel(galleryURL, database)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            await model.loadAndVerify()
+            let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+            let responder = router.buildResponder()
+            func server(_ lane: FastLane?, _ running: @escaping @Sendable (Int) async -> Void) -> some Service {
+                Application(
+                    responder: responder, server: .http1(fastLane: lane, idleTimeout: idleTimeout),
+                    configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+                    onServerRunning: { await running($0.localAddress?.port ?? 0) }
+                )
+            }
+            try await withLiveServer({ server(lane, $0) }) { lanePort in
+                try await withLiveServer({ server(nil, $0) }) { plainPort in
+                    try await body(Twins(lanePort: lanePort, plainPort: plainPort, lane: lane, database: database, services: services))
+                }
+            }
+        }
+    }
+
+    /// One request on a new connection.
+    func ask(_ port: Int, _ path: String, method: String = "GET", fields: [String] = []) async throws -> RawHTTPResponse {
+        try await RawHTTPConnection.with(port: port) { connection in
+            try await connection.send([path], method: method, fields: fields)
+            return try #require(try await connection.response(head: method == "HEAD"))
+        }
+    }
+
+    @Test(arguments: [HTTPCacheMode.revalidate, .immutable, .noStore])
+    func everyAnswerIsTheRoutesAnswer(mode: HTTPCacheMode) async throws {
+        try await withTwins(mode) { twins in
+            let file = try #require(twins.services.model.feedByPiece.value[5])
+            let version = AppServices.version(file, processor: twins.services.thumbnail)
+            // (path, method, fields, answered by the lane?) in order: the first of a variant is a
+            // miss there (passed on) and a hit on the plain server, which asks second.
+            // "ETAG" stands for the ETag of the first answer.
+            var cases: [(String, String, [String], Bool)] = [
+                ("/thumbs/5", "GET", [], false),
+                ("/thumbs/5", "GET", [], true),
+                ("/thumbs/5", "GET", ["If-None-Match: ETAG"], true),
+                ("/thumbs/5", "GET", [#"If-None-Match: "other""#], true),
+                ("/thumbs/5", "HEAD", [], true),
+                ("/large/7", "HEAD", [], false),
+                ("/large/7", "GET", [], true),
+                ("/thumbs/9999", "GET", [], false),
+                ("/thumbs/10", "GET", [], false),  // every tenth piece is missing from the feed
+                ("/thumbs/5?x=1", "GET", [], false),
+                ("/thumbs/5/", "GET", [], false),
+            ]
+            if mode == .immutable {
+                cases += [("/thumbs/5?v=\(version)", "GET", [], true), ("/thumbs/5?v=0000000000000000", "GET", [], false)]
+            }
+            var etag = ""
+            for (path, method, template, byLane) in cases {
+                let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }
+                let hitsBefore = await twins.database.stats().memoryHits
+                let answeredBefore = twins.lane.answered
+                let viaLane = try await ask(twins.lanePort, path, method: method, fields: fields)
+                let laneHits = await twins.database.stats().memoryHits - hitsBefore
+                #expect(twins.lane.answered - answeredBefore == (byLane ? 1 : 0), "\(method) \(path) \(fields)")
+                let plainBefore = await twins.database.stats().memoryHits
+                let viaRouter = try await ask(twins.plainPort, path, method: method, fields: fields)
+                let plainHits = await twins.database.stats().memoryHits - plainBefore
+                #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
+                if etag.isEmpty { etag = try #require(viaRouter["etag"]) }
+                #expect(viaLane["date"] != nil && viaRouter["date"] != nil)
+                if byLane { #expect(laneHits == 1 && plainHits == 1, "a lane answer counts its memory hit: \(method) \(path)") }
+            }
+            // The metrics route (passed on) shows the lane's hits with the router's.
+            let metrics = String(decoding: try await ask(twins.lanePort, "/metrics").body, as: UTF8.self)
+            let memoryHits = await twins.database.stats().memoryHits
+            #expect(metrics.contains(#"emojiart_cache_hits_total{tier="memory"} \#(memoryHits)"#))
+        }
+    }
+
+    @Test func pipelinedAnswersKeepTheirOrder() async throws {
+        let gate = ImageGate()
+        gate.release(29)  // start-up verification: the feed lists 29 pieces, 3 of them missing (404)
+        try await withTwins(gate: gate) { twins in
+            #expect(gate.status.permits == 0 && gate.status.waiting == 0, "\(gate.status)")
+            // Nothing cached: every variant needs its original from the gallery, through the gate.
+            await twins.database.clearMemory()
+            await twins.database.clear()
+            gate.release(1)
+            let thumbnail = try await ask(twins.plainPort, "/thumbs/5")  // now a memory hit
+            #expect(thumbnail.status == 200, "\(String(decoding: thumbnail.body, as: UTF8.self))")
+
+            // A miss held at the gate, then a hit, in one write: the hit's answer waits its turn.
+            let (first, second) = try await RawHTTPConnection.with(port: twins.lanePort) { connection in
+                try await connection.send(["/large/11", "/thumbs/5"])
+                while gate.status.waiting == 0 { await Task.yield() }
+                gate.release(1)
+                return (try await connection.response(), try await connection.response())
+            }
+            let large = try await ask(twins.plainPort, "/large/11")
+            #expect(first?.without(["date"]) == large.without(["date"]), "the miss's answer comes first")
+            #expect(second?.without(["date"]) == thumbnail.without(["date"]))
+
+            // A hit, then a miss held at the gate: the lane answers the hit at once, the router the miss.
+            let answered = twins.lane.answered
+            let (hit, miss) = try await RawHTTPConnection.with(port: twins.lanePort) { connection in
+                try await connection.send(["/thumbs/5", "/large/13"])
+                let hit = try await connection.response()
+                gate.release(1)
+                return (hit, try await connection.response())
+            }
+            #expect(twins.lane.answered == answered + 1)
+            #expect(hit?.without(["date"]) == thumbnail.without(["date"]))
+            let large13 = try await ask(twins.plainPort, "/large/13")
+            #expect(miss?.without(["date"]) == large13.without(["date"]))
+        }
+    }
+
+    @Test func keepAliveAndConnectionCloseBehaveAsWithoutTheLane() async throws {
+        try await withTwins { twins in
+            _ = try await ask(twins.plainPort, "/thumbs/5")
+            for port in [twins.lanePort, twins.plainPort] {
+                let statuses = try await RawHTTPConnection.with(port: port) { connection in
+                    var statuses: [Int?] = []
+                    for _ in 0..<3 {
+                        try await connection.send(["/thumbs/5"])
+                        statuses.append(try await connection.response()?.status)
+                    }
+                    return statuses
+                }
+                #expect(statuses == [200, 200, 200], "one connection, three answers")
+                // Connection: close: its answer, then the end of the connection; nothing for a
+                // request pipelined after it.
+                let (status, after) = try await RawHTTPConnection.with(port: port) { connection in
+                    try await connection.send("GET /thumbs/5 HTTP/1.1\nHost: x\nConnection: close\n\nGET /thumbs/5 HTTP/1.1\nHost: x\n\n")
+                    return (try await connection.response()?.status, try await connection.closed())
+                }
+                #expect(status == 200 && after.isEmpty, "port \(port == twins.lanePort ? "with" : "without") the lane")
+            }
+        }
+    }
+
+    @Test func anIdleConnectionIsClosedAndABusyOneIsNot() async throws {
+        try await withTwins(idleTimeout: .milliseconds(250)) { twins in
+            _ = try await ask(twins.plainPort, "/thumbs/5")
+            let answeredBefore = twins.lane.answered
+            for port in [twins.lanePort, twins.plainPort] {
+                try await RawHTTPConnection.with(port: port) { connection in
+                    // Back-to-back requests for three time-outs: all answered on one connection.
+                    let clock = ContinuousClock()
+                    let start = clock.now
+                    var answered = 0
+                    while start.duration(to: clock.now) < .milliseconds(750) {
+                        try await connection.send(["/thumbs/5"])
+                        #expect(try await connection.response()?.status == 200)
+                        answered += 1
+                    }
+                    #expect(answered > 3)
+                    // Then idle: the server closes it.
+                    #expect(try await connection.closed().isEmpty)
+                }
+            }
+            #expect(twins.lane.answered > answeredBefore + 3, "the busy connection's answers came from the lane")
+        }
+    }
+
+    @Test func aClientThatReadsLateGetsEveryAnswerInOrder() async throws {
+        try await withTwins { twins in
+            let single = try await ask(twins.plainPort, "/large/5")
+            let count = 200
+            let before = twins.lane.answered
+            let answers = try await RawHTTPConnection.with(port: twins.lanePort) { connection in
+                try await connection.send(Array(repeating: "/large/5", count: count) + ["/thumbs/9999"])
+                var answers: [RawHTTPResponse] = []
+                for _ in 0...count { answers.append(try #require(try await connection.response())) }
+                return answers
+            }
+            #expect(answers.dropLast().allSatisfy { $0.without(["date"]) == single.without(["date"]) })
+            #expect(answers.last?.status == 404)
+            let byLane = twins.lane.answered - before
+            // The lane answers while the connection takes more output; then it passes requests on
+            // and Hummingbird's back-pressure holds the rest.
+            #expect(byLane >= 1 && byLane < count, "\(byLane) of \(count) answered by the lane")
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func gracefulShutdownClosesAnIdleConnection(withLane: Bool) async throws {
+        try await withGallery { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+            let model = makeModel(galleryURL, database)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            await model.loadAndVerify()
+            let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+            let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+            let app = Application(
+                responder: router.buildResponder(), server: .http1(fastLane: withLane ? lane : nil),
+                configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+                onServerRunning: { portContinuation.yield($0.localAddress?.port ?? 0) }
+            )
+            let group = ServiceGroup(configuration: .init(services: [app], logger: .init(label: "test")))
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                var iterator = ports.makeAsyncIterator()
+                let port = try #require(await iterator.next())
+                try await RawHTTPConnection.with(port: port) { connection in
+                    for _ in 0..<2 {
+                        try await connection.send(["/thumbs/5"])
+                        #expect(try await connection.response()?.status == 200)
+                    }
+                    #expect(lane.answered == (withLane ? 1 : 0))
+                    await group.triggerGracefulShutdown()
+                    #expect(try await connection.closed().isEmpty, "the idle connection is closed")
+                }
+                try await tasks.waitForAll()  // and the server stops
+            }
+        }
+    }
+}
