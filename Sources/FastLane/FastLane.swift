@@ -2,6 +2,7 @@ public import Foundation
 import HTTPCaching
 public import HTTPTypes
 public import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// Answers requests for images that are already in memory on the event loop that read them,
@@ -11,8 +12,9 @@ import Synchronization
 /// A server gives the lane a ``Responder``: a synchronous function that either answers a request
 /// completely (a memory hit) or returns `nil` (a miss, another route, anything it does not fully
 /// understand), in which case the request is passed on. The lane itself passes on, without asking
-/// the responder, every request that has a body, an `Expect` or a `Connection` field, every
-/// request while an earlier one on the same connection is still being answered by Hummingbird
+/// the responder, every request other than an HTTP/1.1 `GET` or `HEAD` of a path, every request
+/// that has a body, an `Expect` or a `Connection` field, every request while an earlier one on
+/// the same connection is still being answered by Hummingbird
 /// (HTTP/1.1 pipelining keeps its order), every request while the connection cannot take more
 /// output (Hummingbird's back-pressure then applies), and everything after a passed-on request
 /// that asked to close the connection.
@@ -23,7 +25,29 @@ import Synchronization
 public struct FastLane: Sendable {
     /// A synchronous answer from memory, or `nil` to pass the request on. Runs on an event loop:
     /// it must not block or wait.
-    public typealias Responder = @Sendable (HTTPRequest) -> Answer?
+    public typealias Responder = @Sendable (Request) -> Answer?
+
+    /// What a responder sees of a request: an HTTP/1.1 `GET` or `HEAD` of an origin-form target
+    /// (a path and maybe a query) without a body.
+    public struct Request {
+        let head: HTTPRequestHead
+
+        init(_ head: HTTPRequestHead) {
+            self.head = head
+        }
+
+        /// The request target as sent: the path and the query, if any (`/thumbs/5?v=...`).
+        public var target: String { head.uri }
+        /// Whether it is a `HEAD` (the lane sends the answer's head only).
+        public var isHead: Bool { head.method == .HEAD }
+
+        /// The values of the field `name`, combined with ", " as HTTP allows for a list, or `nil`
+        /// when it was not sent (HTTP types' combined value, which the routes read).
+        public func field(_ name: String) -> String? {
+            let values = head.headers[name]
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
+    }
 
     /// A complete answer.
     public struct Answer: Sendable {

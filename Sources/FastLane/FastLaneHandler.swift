@@ -1,16 +1,20 @@
 import HTTPTypes
 import NIOCore
-import NIOHTTPTypes
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Synchronization
 
-/// The lane on one connection: after Hummingbird's connection-state handler (which so sees
-/// every request and every answer, the lane's included: its idle time-out, keep-alive and
-/// graceful shutdown count them) and before the async channel Hummingbird reads requests from.
+/// The lane on one connection, right after NIO's HTTP/1 decoder: before the conversion to
+/// HTTP types, Hummingbird's connection-state handler and its request loop, which see only the
+/// requests passed on. The state handler's other duties hold as they are (a lane request is
+/// read and answered in one go, so it never leaves one in progress: keep-alive, `Connection:
+/// close` and graceful shutdown behave as without the lane); its idle time-out the lane keeps
+/// itself (the state handler is given none), counting every request, answered here or passed on.
 final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
 
     /// What the parts being read belong to.
     private enum Reading {
@@ -29,20 +33,42 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Set once a passed-on request may end the connection: from then on everything is passed on.
     private var passingEverything = false
     private var needsFlush = false
+    // The idle time-out, when there is one.
+    private let idleTimeout: TimeAmount?
+    private var lastActivity = NIODeadline.now()
+    private var isRequestBeingRead = false
+    private var idleCheck: Scheduled<Void>?
 
-    init(_ lane: FastLane) {
+    init(_ lane: FastLane, idleTimeout: TimeAmount?) {
         self.lane = lane
+        self.idleTimeout = idleTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { startIdleWait(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        idleCheck = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        startIdleWait(context)
+        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if idleTimeout != nil { lastActivity = .now() }
         switch unwrapInboundIn(data) {
-        case let .head(request):
-            if passedOn == 0, !passingEverything, context.channel.isWritable, Self.isPlain(request),
-               let answer = lane.respond(request) {
+        case let .head(head):
+            isRequestBeingRead = true
+            if passedOn == 0, !passingEverything, context.channel.isWritable, Self.isPlain(head),
+               let answer = lane.respond(FastLane.Request(head)) {
                 reading = .answered
-                write(answer, for: request, context: context)
+                write(answer, head: head.method == .HEAD, context: context)
             } else {
-                if let connection = request.headerFields[.connection], connection.lowercased().contains("close") {
+                if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) || !head.isKeepAlive {
                     passingEverything = true
                 }
                 passedOn += 1
@@ -52,6 +78,7 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             if reading != .answered { context.fireChannelRead(data) }
         case .end:
+            isRequestBeingRead = false
             if reading != .answered { context.fireChannelRead(data) }
             reading = .idle
         }
@@ -67,30 +94,70 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Hummingbird's answers: each end is the end of the oldest request passed on.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), passedOn > 0 { passedOn -= 1 }
+        if case .end = unwrapOutboundIn(data), passedOn > 0 {
+            passedOn -= 1
+            if passedOn == 0 { everythingAnswered(context) }
+        }
         context.write(data, promise: promise)
     }
 
-    /// A `GET` or `HEAD` without a body, `Expect` or `Connection`: what the lane may answer.
-    static func isPlain(_ request: HTTPRequest) -> Bool {
-        guard request.method == .get || request.method == .head else { return false }
-        let fields = request.headerFields
-        if let length = fields[.contentLength], length != "0" { return false }
-        return fields[.transferEncoding] == nil && fields[.expect] == nil && fields[.connection] == nil
+    /// An HTTP/1.1 `GET` or `HEAD` of an origin-form target without a body, `Expect` or
+    /// `Connection`: what the lane may answer.
+    static func isPlain(_ head: HTTPRequestHead) -> Bool {
+        guard head.method == .GET || head.method == .HEAD, head.version == .http1_1, head.uri.utf8.first == UInt8(ascii: "/") else {
+            return false
+        }
+        let headers = head.headers
+        if let length = headers.first(name: "content-length"), length != "0" { return false }
+        return !headers.contains(name: "transfer-encoding") && !headers.contains(name: "expect") && !headers.contains(name: "connection")
     }
 
-    private func write(_ answer: FastLane.Answer, for request: HTTPRequest, context: ChannelHandlerContext) {
+    private func write(_ answer: FastLane.Answer, head: Bool, context: ChannelHandlerContext) {
         var fields = answer.headerFields
         if !fields.contains(.contentLength) { fields[.contentLength] = String(answer.body.readableBytes) }
         fields[.date] = lane.date.value
         if let serverName = lane.serverName { fields[.server] = serverName }
-        context.write(wrapOutboundOut(.head(HTTPResponse(status: answer.status, headerFields: fields))), promise: nil)
-        if request.method != .head, answer.body.readableBytes > 0 {
-            context.write(wrapOutboundOut(.body(answer.body)), promise: nil)
+        // The conversion Hummingbird's own answers go through, so the bytes are the same.
+        let response = HTTPResponseHead(HTTPResponse(status: answer.status, headerFields: fields))
+        context.write(wrapOutboundOut(.head(response)), promise: nil)
+        if !head, answer.body.readableBytes > 0 {
+            context.write(wrapOutboundOut(.body(.byteBuffer(answer.body))), promise: nil)
         }
         context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
         lane.answers.count.add(1, ordering: .relaxed)
+        if passedOn == 0 { everythingAnswered(context) }
+    }
+}
+
+extension FastLaneHandler {
+    /// Hummingbird's idle time-out (its `HTTPConnectionStateHandler`'s state machine), kept by
+    /// the lane because only the lane sees every request: once the time-out has passed since the
+    /// last read or the last answer owed, the connection is closed; while Hummingbird is still
+    /// answering a request that was read whole, it is left open (its answer starts the wait again).
+    fileprivate func scheduleIdleCheck(_ context: ChannelHandlerContext, at deadline: NIODeadline) {
+        guard let idleTimeout, idleCheck == nil else { return }
+        idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            idleCheck = nil
+            if !isRequestBeingRead, passedOn > 0 { return }
+            if NIODeadline.now() >= lastActivity + idleTimeout {
+                context.close(promise: nil)
+            } else {
+                scheduleIdleCheck(context, at: lastActivity + idleTimeout)
+            }
+        }
+    }
+
+    /// No answer is owed any more: the idle wait starts now.
+    fileprivate func everythingAnswered(_ context: ChannelHandlerContext) {
+        guard let idleTimeout else { return }
+        lastActivity = .now()
+        scheduleIdleCheck(context, at: lastActivity + idleTimeout)
+    }
+
+    fileprivate func startIdleWait(_ context: ChannelHandlerContext) {
+        guard let idleTimeout else { return }
+        scheduleIdleCheck(context, at: .now() + idleTimeout)
     }
 }
 

@@ -17,6 +17,8 @@ public final class GalleryMetrics: Sendable {
     private let invalidPieceCounter: CoreMetrics.Counter
     private let bytesCounter: CoreMetrics.Counter
     private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
+    private let imageOK: CoreMetrics.Counter
+    private let imageNotModified: CoreMetrics.Counter
 
     /// Creates counters in a new registry, one per piece of `catalog`.
     public init(catalog: ArtCatalog = .book) {
@@ -32,6 +34,12 @@ public final class GalleryMetrics: Sendable {
         }
         invalidPieceCounter = Counter(label: "gallery_image_requests_total", dimensions: [("piece", "invalid")], factory: factory)
         bytesCounter = Counter(label: "gallery_bytes_served_total", factory: factory)
+        func imageCounter(_ status: Int) -> CoreMetrics.Counter {
+            Counter(label: "gallery_http_requests_total", dimensions: [("route", "/gallery/image"), ("status", "\(status)")], factory: factory)
+        }
+        imageOK = imageCounter(200)
+        imageNotModified = imageCounter(304)
+        requestCounters.withLock { $0 = ["/gallery/image 200": imageOK, "/gallery/image 304": imageNotModified] }
     }
 
     /// Counts one answered request by route (a fixed set, never the raw path) and status.
@@ -46,6 +54,16 @@ public final class GalleryMetrics: Sendable {
             return counter
         }
         counter.increment()
+    }
+
+    /// Counts one answer of `/gallery/image`, as ``request(route:status:)`` would, with the
+    /// counters of 200 and 304 made once: the fast lane counts every answer it sends.
+    func imageAnswer(status: Int) {
+        switch status {
+        case 200: imageOK.increment()
+        case 304: imageNotModified.increment()
+        default: request(route: "/gallery/image", status: status)
+        }
     }
 
     /// Counts one request for piece `N`.

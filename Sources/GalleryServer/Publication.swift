@@ -1,4 +1,5 @@
 import Crypto
+import HTTPCaching
 public import Foundation
 import Imaging
 import MessageSignatures
@@ -6,8 +7,9 @@ public import NIOCore
 import Synchronization
 
 /// The gallery's art as published at one moment: the bytes of every piece, the feed listing
-/// their checksums, and when each last changed. Immutable; `Sendable`.
-public struct Edition: Sendable {
+/// their checksums, and when each last changed. Immutable; `Sendable`. A class: the image route
+/// reads the current edition on every request, and a class costs one reference to read.
+public final class Edition: Sendable {
     /// 0 for the art the gallery started with, then one more per revision.
     public let revision: Int
     /// What the pieces are.
@@ -16,6 +18,8 @@ public struct Edition: Sendable {
     public let pieces: [ArtStore.Piece]
     /// When each piece's bytes last changed: its `Last-Modified`.
     public let modified: [Date]
+    /// ``modified`` as `Last-Modified` fields, formatted once.
+    let lastModified: [String]
     /// The pieces the latest revision changed; empty for revision 0.
     public let revisedPieces: [Int]
     /// The feed's JSON.
@@ -36,6 +40,7 @@ public struct Edition: Sendable {
         self.catalog = catalog
         self.pieces = pieces
         self.modified = modified
+        lastModified = modified.map(HTTPDate.format)
         self.revisedPieces = revisedPieces
         self.feedModified = feedModified
         imageDigests = pieces.map { ContentDigest.fieldValue(for: $0.png.readableBytesView) }

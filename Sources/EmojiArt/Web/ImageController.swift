@@ -53,11 +53,11 @@ struct ImageController<Context: RequestContext>: Sendable {
     /// unknown piece, a query other than `v=`.
     var fastLane: FastLane.Responder {
         { [services] request in
-            guard let path = request.path, let target = ImageRoute.parse(path),
+            guard let target = ImageRoute.parse(request.target),
                   case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version),
                   let image = services.database.memoryImage(for: plan.request)
             else { return nil }
-            return services.answer(plan, image: image, ifNoneMatch: request.headerFields[.ifNoneMatch])
+            return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
         }
     }
 }

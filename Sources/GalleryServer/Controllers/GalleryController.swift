@@ -91,7 +91,10 @@ struct GalleryController<Context: RequestContext>: Sendable {
             throw HTTPError(.internalServerError, message: "injected failure (--failure-rate): retry the request")
         }
         if fault == .none {
-            let answer = plainAnswer(number, edition: edition, method: request.method, headers: request.headers)
+            let answer = plainAnswer(
+                number, edition: edition, get: request.method == .get,
+                ifNoneMatch: request.headers[.ifNoneMatch], ifModifiedSince: request.headers[.ifModifiedSince]
+            )
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
         }
         var headers = imageHeaders(number, edition: edition)
@@ -122,21 +125,23 @@ struct GalleryController<Context: RequestContext>: Sendable {
             .contentType: "image/png",
             .eTag: edition.pieces[number].etag,
             .cacheControl: cacheControl,
-            .lastModified: HTTPDate.format(edition.modified[number]),
+            .lastModified: edition.lastModified[number],
             .contentDigest: edition.imageDigests[number],
         ]
     }
 
     /// Piece `number`'s answer with no fault: 304 when the request's validators match, else the
     /// image (its bytes counted as served for `GET`).
-    func plainAnswer(_ number: Int, edition: Edition, method: HTTPRequest.Method, headers requestHeaders: HTTPFields) -> FastLane.Answer {
+    func plainAnswer(_ number: Int, edition: Edition, get: Bool, ifNoneMatch: String?, ifModifiedSince: String?) -> FastLane.Answer {
         let piece = edition.pieces[number]
         var headers = imageHeaders(number, edition: edition)
-        if notModified(requestHeaders, etag: piece.etag, lastModified: edition.modified[number]) {
+        if ConditionalRequest.notModified(
+            ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
+        ) {
             return FastLane.Answer(status: .notModified, headerFields: headers)
         }
         headers[.contentLength] = "\(piece.png.readableBytes)"
-        if method == .get { metrics.served(bytes: piece.png.readableBytes) }
+        if get { metrics.served(bytes: piece.png.readableBytes) }
         return FastLane.Answer(status: .ok, headerFields: headers, body: piece.png)
     }
 
@@ -145,16 +150,20 @@ struct GalleryController<Context: RequestContext>: Sendable {
     /// metrics as the route counts it. Anything else is passed on (`nil`) to the route.
     var fastLane: FastLane.Responder {
         { [self] request in
-            guard let path = request.path, path.utf8.starts(with: "/gallery/image?".utf8) else { return nil }
-            let query = path.utf8.dropFirst(15)
+            let target = request.target
+            guard target.utf8.starts(with: "/gallery/image?".utf8) else { return nil }
+            let query = target.utf8.dropFirst(15)
             let edition = publication.current
             guard !query.isEmpty, query.count <= 9, query.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
                   let number = Int(Substring(query)), number < edition.catalog.count,
                   !edition.catalog.missing.contains(number)
             else { return nil }
             metrics.imageRequest(piece: number)
-            let answer = plainAnswer(number, edition: edition, method: request.method, headers: request.headerFields)
-            metrics.request(route: "/gallery/image", status: answer.status.code)
+            let answer = plainAnswer(
+                number, edition: edition, get: !request.isHead,
+                ifNoneMatch: request.field("If-None-Match"), ifModifiedSince: request.field("If-Modified-Since")
+            )
+            metrics.imageAnswer(status: answer.status.code)
             return answer
         }
     }
