@@ -14,10 +14,10 @@ import Synchronization
 /// understand), in which case the request is passed on. The lane itself passes on, without asking
 /// the responder, every request other than an HTTP/1.1 `GET` or `HEAD` of a path, every request
 /// that has a body, an `Expect` or a `Connection` field, every request while an earlier one on
-/// the same connection is still being answered by Hummingbird
-/// (HTTP/1.1 pipelining keeps its order), every request while the connection cannot take more
-/// output (Hummingbird's back-pressure then applies), and everything after a passed-on request
-/// that asked to close the connection.
+/// the same connection is still being answered by Hummingbird (HTTP/1.1 pipelining keeps its
+/// order), every request while the connection cannot take more output (Hummingbird's
+/// back-pressure then applies), and everything after a passed-on request that asked to close the
+/// connection.
 ///
 /// Answers get what Hummingbird's `Application` adds to every answer: `Content-Length` when the
 /// responder did not set one, `Date` and `Server`; `HEAD` gets the `GET` answer's head without

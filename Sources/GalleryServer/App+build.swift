@@ -30,7 +30,7 @@ public struct GalleryConfiguration: Sendable {
     /// move.
     public var now: @Sendable () -> Date
     /// Every image's `Cache-Control`: `public, max-age=3600` by default (see
-    /// ``init(host:port:seed:faults:imageGate:clock:signingKey:signatureLifetime:now:maxAge:cacheControl:revisionInterval:catalog:)``).
+    /// ``init(host:port:seed:faults:imageGate:clock:signingKey:signatureLifetime:now:maxAge:cacheControl:revisionInterval:catalog:fastLane:)``).
     public var cacheControl: String
     /// The pieces: the book's 29 by default; more make the gallery a load generator.
     public var catalog: ArtCatalog

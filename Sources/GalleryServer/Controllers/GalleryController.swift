@@ -1,7 +1,7 @@
 import FastLane
 import Foundation
-import HTTPTypes
 import HTTPCaching
+import HTTPTypes
 import Hummingbird
 import MessageSignatures
 
