@@ -114,9 +114,13 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func write(_ answer: FastLane.Answer, head: Bool, context: ChannelHandlerContext) {
         var fields = answer.headerFields
-        if !fields.contains(.contentLength) { fields[.contentLength] = String(answer.body.readableBytes) }
-        fields[.date] = lane.date.value
-        if let serverName = lane.serverName { fields[.server] = serverName }
+        if !fields.contains(.contentLength) { fields.append(HTTPField(name: .contentLength, value: String(answer.body.readableBytes))) }
+        // Set as Hummingbird's application sets them; appended when absent, which is cheaper.
+        let date = lane.date.value
+        if fields.contains(.date) { fields[.date] = date } else { fields.append(HTTPField(name: .date, value: date)) }
+        if let serverName = lane.serverName {
+            if fields.contains(.server) { fields[.server] = serverName } else { fields.append(HTTPField(name: .server, value: serverName)) }
+        }
         // The conversion Hummingbird's own answers go through, so the bytes are the same.
         let response = HTTPResponseHead(HTTPResponse(status: answer.status, headerFields: fields))
         context.write(wrapOutboundOut(.head(response)), promise: nil)

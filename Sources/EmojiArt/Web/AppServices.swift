@@ -71,12 +71,12 @@ struct AppServices: Sendable {
     func request(piece number: Int, processor: ThumbnailProcessor) -> ImageRequest? {
         guard let file = model.feedByPiece.value[number] else { return nil }
         let key = RequestTable.Key(piece: number, variant: processor.identifier)
-        if let cached = requests.table.withLock({ $0[key] }), cached.expectedSHA256.map({ "sha256:" + $0 }) == file.checksum {
-            return cached
+        if let cached = requests.table.withLock({ $0[key] }), cached.checksum == file.checksum {
+            return cached.request
         }
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high
-        requests.table.withLock { $0[key] = request }
+        requests.table.withLock { $0[key] = (file.checksum, request) }
         return request
     }
 
@@ -103,12 +103,13 @@ final class ETagTable: Sendable {
     let table = Mutex<[RequestTable.Key: (source: String, bytes: Int, etag: String)]>([:])
 }
 
-/// Requests by piece and variant; an entry is used only while its checksum matches the feed's.
+/// Requests by piece and variant, with the feed checksum each was made for; an entry is used
+/// only while its checksum matches the feed's.
 final class RequestTable: Sendable {
     struct Key: Hashable {
         let piece: Int
         let variant: String
     }
 
-    let table = Mutex<[Key: ImageRequest]>([:])
+    let table = Mutex<[Key: (checksum: String, request: ImageRequest)]>([:])
 }

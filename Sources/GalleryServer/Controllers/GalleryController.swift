@@ -97,7 +97,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
             )
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
         }
-        var headers = imageHeaders(number, edition: edition)
+        var headers = HTTPFields(imageFields(number, edition: edition))
         if notModified(request.headers, etag: piece.etag, lastModified: edition.modified[number]) {
             return Response(status: .notModified, headers: headers)
         }
@@ -119,14 +119,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: body))
     }
 
-    /// Every image answer's fields but its length.
-    func imageHeaders(_ number: Int, edition: Edition) -> HTTPFields {
+    /// Every image answer's fields but its length, in their order.
+    func imageFields(_ number: Int, edition: Edition) -> [HTTPField] {
         [
-            .contentType: "image/png",
-            .eTag: edition.pieces[number].etag,
-            .cacheControl: cacheControl,
-            .lastModified: edition.lastModified[number],
-            .contentDigest: edition.imageDigests[number],
+            HTTPField(name: .contentType, value: "image/png"),
+            HTTPField(name: .eTag, value: edition.pieces[number].etag),
+            HTTPField(name: .cacheControl, value: cacheControl),
+            HTTPField(name: .lastModified, value: edition.lastModified[number]),
+            HTTPField(name: .contentDigest, value: edition.imageDigests[number]),
         ]
     }
 
@@ -134,14 +134,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     /// image (its bytes counted as served for `GET`).
     func plainAnswer(_ number: Int, edition: Edition, get: Bool, ifNoneMatch: String?, ifModifiedSince: String?) -> FastLane.Answer {
         let piece = edition.pieces[number]
-        var headers = imageHeaders(number, edition: edition)
+        let fields = imageFields(number, edition: edition)
         if ConditionalRequest.notModified(
             ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
         ) {
-            return FastLane.Answer(status: .notModified, headerFields: headers)
+            return FastLane.Answer(status: .notModified, headerFields: HTTPFields(fields))
         }
-        headers[.contentLength] = "\(piece.png.readableBytes)"
         if get { metrics.served(bytes: piece.png.readableBytes) }
+        let headers = HTTPFields(fields + [HTTPField(name: .contentLength, value: String(piece.png.readableBytes))])
         return FastLane.Answer(status: .ok, headerFields: headers, body: piece.png)
     }
 
