@@ -1,5 +1,5 @@
 import Foundation
-public import NIOCore
+import NIOCore
 import NIOPosix
 
 /// One HTTP/1.1 answer as it came off the wire.
@@ -35,15 +35,13 @@ public struct RawHTTPResponse: Sendable, Equatable, CustomStringConvertible {
 /// A TCP connection to a local server that sends bytes as given and reads answers as they came,
 /// for tests that need what a browser or nginx cannot show: exact bytes, pipelining, closing.
 public final class RawHTTPConnection: @unchecked Sendable {
-    private let channel: any Channel
     // Used by one test task at a time, inside `with(port:_:)`.
     private var iterator: NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
     private let writer: NIOAsyncChannelOutboundWriter<ByteBuffer>
     private var buffer: [UInt8] = []
     private var ended = false
 
-    private init(channel: any Channel, inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
-        self.channel = channel
+    private init(inbound: NIOAsyncChannelInboundStream<ByteBuffer>, outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) {
         self.iterator = inbound.makeAsyncIterator()
         self.writer = outbound
     }
@@ -58,7 +56,7 @@ public final class RawHTTPConnection: @unchecked Sendable {
                 }
             }
         return try await channel.executeThenClose { inbound, outbound in
-            try await body(RawHTTPConnection(channel: channel.channel, inbound: inbound, outbound: outbound))
+            try await body(RawHTTPConnection(inbound: inbound, outbound: outbound))
         }
     }
 
@@ -94,11 +92,6 @@ public final class RawHTTPConnection: @unchecked Sendable {
         while !ended, let bytes = try await iterator.next() { buffer += bytes.readableBytesView }
         ended = true
         return buffer
-    }
-
-    /// Closes the connection.
-    public func close() async {
-        try? await channel.close()
     }
 
     /// An answer at the start of `bytes` and its length, or `nil` when it is not all there.
