@@ -10,11 +10,11 @@ public import FoundationNetworking
 /// own while the original bytes are fetched once for all of them.
 public struct ImageRequest: Sendable {
     /// The URL of the original image.
-    public var url: URL { didSet { cacheKey = Self.key(url, processor) } }
+    public var url: URL { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor) } }
     /// Extra request headers sent to the origin.
     public var headers: [String: String]
     /// The processor making this variant; `nil` for the original bytes.
-    public var processor: (any ImageProcessing)? { didSet { cacheKey = Self.key(url, processor) } }
+    public var processor: (any ImageProcessing)? { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor) } }
     /// Lowercase hex SHA-256 the original bytes must have (the feed's checksum); a mismatch is
     /// an error and nothing is cached.
     public var expectedSHA256: String?
@@ -47,7 +47,7 @@ public struct ImageRequest: Sendable {
     ) {
         self.url = url
         self.processor = processor
-        cacheKey = Self.key(url, processor)
+        (cacheKey, originalCacheKey) = Self.keys(url, processor)
         self.expectedSHA256 = expectedSHA256.map { digest in
             (digest.hasPrefix("sha256:") ? String(digest.dropFirst(7)) : digest).lowercased()
         }
@@ -68,9 +68,14 @@ public struct ImageRequest: Sendable {
     /// identifier for a variant. Computed once, when the URL or processor is set.
     public private(set) var cacheKey: String
 
-    private static func key(_ url: URL, _ processor: (any ImageProcessing)?) -> String {
-        guard let processor else { return url.absoluteString }
-        return url.absoluteString + "#" + processor.identifier
+    /// The cache key of the original bytes: ``original``'s ``cacheKey``, kept so that a memory
+    /// hit of a variant, which checks its original, builds no request and no string.
+    private(set) var originalCacheKey: String
+
+    private static func keys(_ url: URL, _ processor: (any ImageProcessing)?) -> (key: String, original: String) {
+        let original = url.absoluteString
+        guard let processor else { return (original, original) }
+        return (original + "#" + processor.identifier, original)
     }
 
     /// The request for the original bytes this variant is made from.

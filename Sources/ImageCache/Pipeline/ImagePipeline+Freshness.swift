@@ -32,7 +32,7 @@ extension ImagePipeline {
         if let source {
             if request.processor != nil {
                 if let expected = request.expectedSHA256, expected != source { return .miss }
-                let key = request.original.cacheKey
+                let key = request.originalCacheKey
                 if let known = originals.withLock({ $0.peek(key) }), known != source { return .miss }
             } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
                 // The feed lists other bytes now: ask the origin (a 304 then is a mismatch).
