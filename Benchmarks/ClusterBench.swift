@@ -9,20 +9,8 @@ import NIOHTTP1
 enum ClusterBench {
     static func run(seconds: Int) async throws {
         print("## Cluster: 3 app instances behind nginx (edge sharded by piece, origin shield), --http-cache immutable\n")
-        // Its last line names the gallery; by then it has printed the edge and the instances.
-        let cluster = try Server(
-            Bench.emojiart, ["cluster", "--instances", "3", "--port", "0"], announcing: #"gallery (http://[^,\s]+)"#
-        )
+        let (cluster, edge, instance, edgePID) = try start()
         defer { cluster.stop() }
-        let lines = cluster.announcement.split(separator: "\n")
-        func address(after marker: String) -> String? {
-            lines.lazy.compactMap { line in line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) } }.first
-        }
-        guard let edgeURL = address(after: "cluster: open "), let instance = address(after: "instance 1: "),
-              let edgePID = address(after: "cluster: nginx pid ").flatMap({ Int32($0) }) else {
-            throw BenchError("the cluster did not say where it is: \(cluster.announcement)")
-        }
-        let edge = edgeURL.hasSuffix("/") ? String(edgeURL.dropLast()) : edgeURL
         let gallery = cluster.url
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
         func get(_ url: String) async throws -> HTTPClientResponse {
@@ -30,10 +18,7 @@ enum ClusterBench {
             _ = try await response.body.collect(upTo: 10 << 20)
             return response
         }
-        let page = try await client.execute(HTTPClientRequest(url: edge + "/"), timeout: .seconds(60))
-        let html = String(buffer: try await page.body.collect(upTo: 10 << 20))
-        let thumbnails = Array(Set(html.components(separatedBy: "src=\"").dropFirst()
-            .map { String($0.prefix { $0 != "\"" }) }.filter { $0.hasPrefix("/thumbs/") })).sorted()
+        let thumbnails = try await thumbnailURLs(edge, client: client)
         var large: [String] = []
         for url in thumbnails {
             let piece = url.split(separator: "/")[1].split(separator: "?")[0]
@@ -94,7 +79,7 @@ enum ClusterBench {
         Bench.table(["warm (wrk over the \(thumbnails.count) thumbnail URLs; edge and files: best of 3 alternating runs)", "req/s", "vs nginx from files"], [
             ["through the edge (nginx proxy_cache)", Bench.format(throughEdge, 0), Bench.format(throughEdge / fromFiles) + "x"],
             ["nginx serving the same bytes from files", Bench.format(fromFiles, 0), "1.00x"],
-            ["one instance directly (memory hit)", Bench.format(direct, 0), Bench.format(direct / fromFiles) + "x"],
+            ["one instance directly (memory hit, fast lane)", Bench.format(direct, 0), Bench.format(direct / fromFiles) + "x"],
         ])
         Bench.table(["warm, pinned: nginx on CPU 0, wrk -t1 -c32 on CPU 1 (best of 3 alternating runs)", "req/s", "vs files", "nginx CPU per request", "vs files"], [
             ["through the edge (nginx proxy_cache)", Bench.format(pinnedEdge.requestsPerSecond, 0), Bench.format(pinnedEdge.requestsPerSecond / pinnedFiles.requestsPerSecond) + "x",
@@ -104,5 +89,32 @@ enum ClusterBench {
         print("Target: warm through the edge >= 0.9x nginx serving the same bytes statically: \(Bench.format(throughEdge / fromFiles))x unpinned, "
             + "\(Bench.format(pinnedEdge.requestsPerSecond / pinnedFiles.requestsPerSecond))x pinned, "
             + "\(Bench.format(pinnedFiles.microsecondsPerRequest / pinnedEdge.microsecondsPerRequest))x by CPU per request.\n")
+    }
+
+    /// Starts `emojiart cluster --instances 3` with `--http-cache immutable` (its default for
+    /// the edge); returns it, the edge's base URL, instance 1's and the edge nginx's process id.
+    static func start() throws -> (cluster: Server, edge: String, instance: String, edgePID: Int32) {
+        // Its last line names the gallery; by then it has printed the edge and the instances.
+        let cluster = try Server(
+            Bench.emojiart, ["cluster", "--instances", "3", "--port", "0"], announcing: #"gallery (http://[^,\s]+)"#
+        )
+        let lines = cluster.announcement.split(separator: "\n")
+        func address(after marker: String) -> String? {
+            lines.lazy.compactMap { line in line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) } }.first
+        }
+        guard let edgeURL = address(after: "cluster: open "), let instance = address(after: "instance 1: "),
+              let edgePID = address(after: "cluster: nginx pid ").flatMap({ Int32($0) }) else {
+            cluster.stop()
+            throw BenchError("the cluster did not say where it is: \(cluster.announcement)")
+        }
+        return (cluster, edgeURL.hasSuffix("/") ? String(edgeURL.dropLast()) : edgeURL, instance, edgePID)
+    }
+
+    /// The distinct thumbnail URLs (with their `?v=`) the catalog page at `edge` links.
+    static func thumbnailURLs(_ edge: String, client: HTTPClient) async throws -> [String] {
+        let page = try await client.execute(HTTPClientRequest(url: edge + "/"), timeout: .seconds(60))
+        let html = String(buffer: try await page.body.collect(upTo: 10 << 20))
+        return Array(Set(html.components(separatedBy: "src=\"").dropFirst()
+            .map { String($0.prefix { $0 != "\"" }) }.filter { $0.hasPrefix("/thumbs/") })).sorted()
     }
 }
