@@ -68,9 +68,8 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 reading = .answered
                 write(answer, head: head.method == .HEAD, context: context)
             } else {
-                if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) || !head.isKeepAlive {
-                    passingEverything = true
-                }
+                // `Connection: close`, or HTTP/1.0 without keep-alive: Hummingbird may end the connection.
+                if !head.isKeepAlive { passingEverything = true }
                 passedOn += 1
                 reading = .passing
                 context.fireChannelRead(data)
