@@ -236,7 +236,8 @@ extension Duration {
     }
 }
 
-/// GET `url` into the file at `path`.
-func download(_ url: String, to path: String) throws {
-    try Bench.run("/usr/bin/curl", ["-sf", "-o", path, url])
+/// GET `url` into the file at `path`, and its answer's status line and header fields into the
+/// file at `fieldsPath`, if given.
+func download(_ url: String, to path: String, fieldsTo fieldsPath: String? = nil) throws {
+    try Bench.run("/usr/bin/curl", ["-sf", "-o", path, url] + (fieldsPath.map { ["-D", $0] } ?? []))
 }

@@ -18,15 +18,15 @@ struct AppServices: Sendable {
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.
     let instanceName: String?
-    let requests = RequestTable()
-    let etags = ETagTable()
+    /// Each piece's variants as the image routes serve them: request, `v=`, ETag, answer.
+    let variants = ServedVariants()
     /// The details variants prefetched so far, by cache key and the original's checksum: each
     /// is prefetched once, not on every load of the catalog. Cleared with the disk.
     let prefetched = PrefetchedKeys()
 
     /// Prefetches the details variants of `pieces` that were not prefetched before.
     func prefetchDetails(of pieces: [Int]) {
-        let requests = pieces.compactMap { request(piece: $0, processor: large) }
+        let requests = pieces.compactMap { variant(piece: $0, route: .large)?.request }
         let new = prefetched.keys.withLock { done in
             requests.filter { done.insert($0.cacheKey + " " + ($0.expectedSHA256 ?? "")).inserted }
         }
@@ -36,21 +36,6 @@ struct AppServices: Sendable {
     /// Forgets what was prefetched (the disk was cleared): the next catalog load prefetches again.
     func forgetPrefetches() {
         prefetched.keys.withLock { $0.removeAll() }
-    }
-
-    /// The strong ETag of an image answer: the SHA-256 of its bytes, hashed once per variant of
-    /// each original (a variant is a function of its original's bytes and its processor).
-    func etag(of image: Image, piece: Int, variant: String) -> String {
-        let key = RequestTable.Key(piece: piece, variant: variant)
-        if let source = image.originalSHA256,
-           let known = etags.table.withLock({ $0[key] }), known.source == source, known.bytes == image.data.count {
-            return known.etag
-        }
-        let etag = "\"" + SHA256Hex.digest(image.data) + "\""
-        if let source = image.originalSHA256 {
-            etags.table.withLock { $0[key] = (source, image.data.count, etag) }
-        }
-        return etag
     }
 
     /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
@@ -65,19 +50,31 @@ struct AppServices: Sendable {
         httpCache == .immutable ? "?v=" + Self.version(file, processor: processor) : ""
     }
 
-    /// The request for piece `number` made by `processor`, built once per feed entry: parsing its
-    /// URL on every request would cost more than the memory hit it leads to. High priority: a
-    /// browser asks for it because a person is looking.
-    func request(piece number: Int, processor: ThumbnailProcessor) -> ImageRequest? {
+    /// The processor of `route`'s variants.
+    func processor(_ route: ImageRoute) -> ThumbnailProcessor {
+        route == .thumbs ? thumbnail : large
+    }
+
+    /// Piece `number`'s variant served by `route`, made once per feed entry; `nil` when the feed
+    /// has no such piece.
+    func variant(piece number: Int, route: ImageRoute) -> ServedVariant? {
+        entry(piece: number, route: route)?.variant
+    }
+
+    /// Piece `number`'s entry for `route`: its variant, made now if the feed entry is new, with
+    /// the answer prepared so far; `nil` when the feed has no such piece.
+    func entry(piece number: Int, route: ImageRoute) -> ServedVariants.Entry? {
         guard let file = model.feedByPiece.value[number] else { return nil }
-        let key = RequestTable.Key(piece: number, variant: processor.identifier)
-        if let cached = requests.table.withLock({ $0[key] }), cached.checksum == file.checksum {
-            return cached.request
-        }
+        let key = ServedVariants.Key(piece: number, route: route)
+        if let entry = variants.entry(key, checksum: file.checksum) { return entry }
+        let processor = processor(route)
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high
-        requests.table.withLock { $0[key] = (file.checksum, request) }
-        return request
+        let variant = ServedVariant(
+            key: key, checksum: file.checksum, request: request, version: Self.version(file, processor: processor)
+        )
+        variants.add(variant, for: key)
+        return ServedVariants.Entry(variant: variant)
     }
 
     /// Renders a template with the toolbar's current counters added to `context`.
@@ -98,18 +95,3 @@ final class PrefetchedKeys: Sendable {
     let keys = Mutex<Set<String>>([])
 }
 
-/// ETags by piece and variant, with the original digest and size they were computed for.
-final class ETagTable: Sendable {
-    let table = Mutex<[RequestTable.Key: (source: String, bytes: Int, etag: String)]>([:])
-}
-
-/// Requests by piece and variant, with the feed checksum each was made for; an entry is used
-/// only while its checksum matches the feed's.
-final class RequestTable: Sendable {
-    struct Key: Hashable {
-        let piece: Int
-        let variant: String
-    }
-
-    let table = Mutex<[Key: (checksum: String, request: ImageRequest)]>([:])
-}

@@ -29,7 +29,7 @@ struct ImageController<Context: RequestContext>: Sendable {
 
     func image(_ request: Request, _ context: Context, route: ImageRoute) async throws -> Response {
         let piece = context.parameters.get("piece", as: Int.self)
-        switch services.plan(route, piece: piece, version: request.uri.queryParameters.get("v").map { String($0) }) {
+        switch services.plan(route, piece: piece, version: request.uri.queryParameters.get("v").map { Substring($0) }) {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
         case let .redirect(location):
@@ -69,22 +69,29 @@ enum ImageRoute: String, Sendable {
 
     /// `/thumbs/N` or `/large/N` with N in ASCII digits, and no query or one `v=` of letters and
     /// digits; `nil` for any other form (the router answers those).
-    static func parse(_ path: String) -> (route: ImageRoute, piece: Int, version: String?)? {
+    static func parse(_ path: String) -> (route: ImageRoute, piece: Int, version: Substring?)? {
         let utf8 = path.utf8
         let route: ImageRoute
-        var rest: Substring.UTF8View
+        let prefix: Int
         if utf8.starts(with: "/thumbs/".utf8) {
-            route = .thumbs
-            rest = path.dropFirst(8).utf8
+            (route, prefix) = (.thumbs, 8)
         } else if utf8.starts(with: "/large/".utf8) {
-            route = .large
-            rest = path.dropFirst(7).utf8
+            (route, prefix) = (.large, 7)
         } else {
             return nil
         }
-        let digits = rest.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-        guard !digits.isEmpty, digits.count <= 9, let piece = Int(Substring(digits)) else { return nil }
-        rest = rest.dropFirst(digits.count)
+        // By UTF-8 offsets: the path is ASCII where it matters, and counting characters would cost
+        // more than the memory hit this leads to.
+        var rest = utf8[utf8.index(utf8.startIndex, offsetBy: prefix)...]
+        var piece = 0
+        var digits = 0
+        while let byte = rest.first, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+            guard digits < 9 else { return nil }
+            piece = piece * 10 + Int(byte - UInt8(ascii: "0"))
+            digits += 1
+            rest = rest.dropFirst()
+        }
+        guard digits > 0 else { return nil }
         guard let mark = rest.first else { return (route, piece, nil) }
         let query = rest.dropFirst()
         guard mark == UInt8(ascii: "?"), query.starts(with: "v=".utf8) else { return nil }
@@ -92,7 +99,7 @@ enum ImageRoute: String, Sendable {
         guard !version.isEmpty, version.count <= 64, version.allSatisfy({
             ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
         }) else { return nil }
-        return (route, piece, String(Substring(version)))
+        return (route, piece, Substring(version))
     }
 }
 
@@ -107,41 +114,46 @@ extension AppServices {
 
     /// A piece's variant to load and how to answer it.
     struct ImageLoad {
-        let piece: Int
-        let variant: String
-        let request: ImageRequest
-        let cacheControl: String
+        let variant: ServedVariant
+        /// The answer prepared for the bytes memory held when it was made, if any.
+        let prepared: PreparedAnswer?
+        /// Whether the URL named the current `v=` (``HTTPCacheMode/immutable`` only).
+        let versioned: Bool
+
+        var piece: Int { variant.key.piece }
+        var request: ImageRequest { variant.request }
     }
 
+    /// The `Cache-Control` values of image answers in this app's mode.
+    var cacheControl: ImageCacheControl { ImageCacheControl(httpCache) }
+
     /// The plan for `route` of `piece`, asked with `version` (`v=`), if any.
-    func plan(_ route: ImageRoute, piece: Int?, version: String?) -> ImagePlan {
-        let processor = route == .thumbs ? thumbnail : large
-        guard let piece, let file = model.feedByPiece.value[piece], let request = request(piece: piece, processor: processor) else {
+    func plan(_ route: ImageRoute, piece: Int?, version: Substring?) -> ImagePlan {
+        guard let piece, let entry = entry(piece: piece, route: route) else {
             return .notFound("no such piece in the feed")
         }
-        var cacheControl = httpCache == .noStore ? "no-store" : "no-cache"
+        var versioned = false
         if httpCache == .immutable, let version {
-            let current = Self.version(file, processor: processor)
+            let current = entry.variant.version
             // Another original or another variant than the URL names: send the current one.
             guard version == current else { return .redirect("/\(route.rawValue)/\(piece)?v=\(current)") }
-            cacheControl = "public, max-age=31536000, immutable"
+            versioned = true
         }
-        return .load(ImageLoad(piece: piece, variant: processor.identifier, request: request, cacheControl: cacheControl))
+        return .load(ImageLoad(variant: entry.variant, prepared: entry.prepared, versioned: versioned))
     }
 
     /// The answer with `image`: 200 with the bytes, or 304 when `ifNoneMatch` matches its ETag.
+    /// Made once for the bytes memory holds (see ``ServedVariants``), then reused.
     func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?) -> FastLane.Answer {
-        let etag = etag(of: image, piece: load.piece, variant: load.variant)
-        // Built as a list, in this order, rather than field by field: a memory hit's answer is on
-        // the fast lane's hot path.
-        let validators = [HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: load.cacheControl)]
-        if let ifNoneMatch, ConditionalRequest.matches(ifNoneMatch, etag: etag) {
-            return FastLane.Answer(status: .notModified, headerFields: HTTPFields(validators))
+        let prepared: PreparedAnswer
+        if let made = load.prepared, made.isMade(from: image) {
+            prepared = made
+        } else {
+            let etag = variants.etag(of: image, load.variant) ?? "\"" + SHA256Hex.digest(image.data) + "\""
+            prepared = PreparedAnswer(image: image, etag: etag, cacheControl: cacheControl)
+            variants.keep(etag: etag, of: image, prepared: prepared, for: load.variant)
         }
-        let headers = HTTPFields(validators + [
-            HTTPField(name: .contentType, value: image.contentType),
-            HTTPField(name: .contentLength, value: String(image.data.count)),
-        ])
-        return FastLane.Answer(status: .ok, headerFields: headers, body: ByteBuffer(bytes: image.data))
+        let notModified = ifNoneMatch.map { ConditionalRequest.matches($0, etag: prepared.etag) } ?? false
+        return prepared.answer(versioned: load.versioned, notModified: notModified)
     }
 }

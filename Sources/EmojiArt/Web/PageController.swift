@@ -74,7 +74,7 @@ struct PageController<Context: RequestContext>: Sendable {
             throw HTTPError(.notFound, message: "There is no piece with that number in the catalog.")
         }
         // The person opened it: its details image, if still being prefetched, comes first now.
-        if let piece = entry.file.pieceNumber, let large = services.request(piece: piece, processor: services.large) {
+        if let piece = entry.file.pieceNumber, let large = services.variant(piece: piece, route: .large)?.request {
             services.prefetcher.setPriority(.high, for: [large])
         }
         var page = card(index: index, file: entry.file, status: entry.status)

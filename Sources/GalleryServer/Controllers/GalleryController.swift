@@ -4,6 +4,7 @@ import HTTPCaching
 import HTTPTypes
 import Hummingbird
 import MessageSignatures
+import Synchronization
 
 /// `GET /gallery/images` (the feed) and `GET /gallery/image?N` (one piece), as in the book's
 /// server, with real checksums, ETags and a real 404 for the missing pieces; and
@@ -22,6 +23,8 @@ struct GalleryController<Context: RequestContext>: Sendable {
     /// Every image's `Cache-Control`.
     let cacheControl: String
     let publicKey: ByteBuffer
+    /// Every piece's image fields for the current edition, made once per edition.
+    let preparedFields = PreparedImageFields()
 
     init(
         publication: Publication, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
@@ -134,15 +137,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     /// image (its bytes counted as served for `GET`).
     func plainAnswer(_ number: Int, edition: Edition, get: Bool, ifNoneMatch: String?, ifModifiedSince: String?) -> FastLane.Answer {
         let piece = edition.pieces[number]
-        let fields = imageFields(number, edition: edition)
+        let fields = preparedFields.fields(of: number, in: edition) { imageFields($0, edition: edition) }
         if ConditionalRequest.notModified(
             ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
         ) {
-            return FastLane.Answer(status: .notModified, headerFields: HTTPFields(fields))
+            return FastLane.Answer(status: .notModified, headerFields: fields.notModified)
         }
         if get { metrics.served(bytes: piece.png.readableBytes) }
-        let headers = HTTPFields(fields + [HTTPField(name: .contentLength, value: String(piece.png.readableBytes))])
-        return FastLane.Answer(status: .ok, headerFields: headers, body: piece.png)
+        return FastLane.Answer(status: .ok, headerFields: fields.ok, body: piece.png)
     }
 
     /// `/gallery/image?N` of a piece the gallery has, answered on the event loop when neither
@@ -188,6 +190,31 @@ struct GalleryController<Context: RequestContext>: Sendable {
             ifNoneMatch: headers[.ifNoneMatch], ifModifiedSince: headers[.ifModifiedSince],
             etag: etag, lastModified: lastModified
         )
+    }
+}
+
+/// Each piece's 200 and 304 image fields for one edition, made at its first image answer: an
+/// answer reuses them instead of building its fields (on the fast lane's hot path).
+final class PreparedImageFields: Sendable {
+    /// One piece's fields.
+    struct Fields: Sendable {
+        let ok: HTTPFields
+        let notModified: HTTPFields
+    }
+
+    private let state = Mutex<(edition: Edition, pieces: [Fields])?>(nil)
+
+    /// Piece `number`'s fields in `edition`, made with `make` (a piece's fields without
+    /// `Content-Length`) for every piece when `edition` is new.
+    func fields(of number: Int, in edition: Edition, make: (Int) -> [HTTPField]) -> Fields {
+        if let fields = state.withLock({ $0?.edition === edition ? $0?.pieces[number] : nil }) { return fields }
+        let pieces = edition.pieces.indices.map { index in
+            let fields = make(index)
+            let length = HTTPField(name: .contentLength, value: String(edition.pieces[index].png.readableBytes))
+            return Fields(ok: HTTPFields(fields + [length]), notModified: HTTPFields(fields))
+        }
+        state.withLock { $0 = (edition, pieces) }
+        return pieces[number]
     }
 }
 

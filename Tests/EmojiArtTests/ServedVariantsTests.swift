@@ -1,0 +1,105 @@
+@testable import EmojiArt
+@testable import FastLane
+import Foundation
+import HTTPTypes
+import ImageCache
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import Synchronization
+import Testing
+
+/// The image routes' prepared answers and the lane's one-pass head: each must give exactly what
+/// the slower way it replaces gives.
+@Suite struct ServedVariantsTests {
+    func image(_ bytes: [UInt8], source: String? = "sha-of-original") -> Image {
+        Image(data: bytes, contentType: "image/png", originalSHA256: source)
+    }
+
+    func variant(_ variants: ServedVariants, piece: Int = 1) throws -> ServedVariant {
+        let request = ImageRequest(url: try #require(URL(string: "http://127.0.0.1:1/gallery/image?\(piece)")))
+        let variant = ServedVariant(
+            key: .init(piece: piece, route: .thumbs), checksum: "c\(piece)", request: request, version: "0123456789abcdef"
+        )
+        variants.add(variant, for: variant.key)
+        return variant
+    }
+
+    @Test func aPreparedAnswerIsUsedOnlyForTheBytesItWasMadeFrom() {
+        let bytes: [UInt8] = Array(repeating: 7, count: 1000)
+        let original = image(bytes)
+        let prepared = PreparedAnswer(image: original, etag: "\"e\"", cacheControl: ImageCacheControl(.revalidate))
+        // The same array (as memory hands out the same entry again): the prepared answer.
+        #expect(prepared.isMade(from: image(original.data)))
+        // Equal bytes in another array (loaded again from disk, or made again): not the same bytes
+        // for all the answer knows, so it is made again.
+        var copy = bytes
+        copy.withUnsafeMutableBufferPointer { _ in }  // a unique array of its own
+        #expect(!prepared.isMade(from: image(copy)))
+        #expect(!prepared.isMade(from: Image(data: original.data, contentType: "image/webp")))
+        #expect(!prepared.isMade(from: image(Array(bytes.dropLast()))))
+    }
+
+    @Test func preparedAnswersAreTheRoutesFields() throws {
+        let data: [UInt8] = [1, 2, 3, 4, 5]
+        let prepared = PreparedAnswer(image: image(data), etag: "\"e\"", cacheControl: ImageCacheControl(.immutable))
+        let ok = prepared.answer(versioned: false, notModified: false)
+        #expect(ok.status == .ok && ok.body == ByteBuffer(bytes: data))
+        #expect(ok.headerFields.map { "\($0.name): \($0.value)" } == [
+            "ETag: \"e\"", "Cache-Control: no-cache", "Content-Type: image/png", "Content-Length: 5",
+        ])
+        let versioned = prepared.answer(versioned: true, notModified: true)
+        #expect(versioned.status == .notModified && versioned.body.readableBytes == 0)
+        #expect(versioned.headerFields.map { "\($0.name): \($0.value)" } == [
+            "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable",
+        ])
+    }
+
+    @Test func preparedBodiesStayWithinTheirBudget() throws {
+        let variants = ServedVariants(preparedBudget: 1500)
+        let first = try variant(variants, piece: 1)
+        let second = try variant(variants, piece: 2)
+        let control = ImageCacheControl(.revalidate)
+        let one = image(Array(repeating: 1, count: 1000))
+        variants.keep(etag: "\"1\"", of: one, prepared: PreparedAnswer(image: one, etag: "\"1\"", cacheControl: control), for: first)
+        let two = image(Array(repeating: 2, count: 1000))
+        variants.keep(etag: "\"2\"", of: two, prepared: PreparedAnswer(image: two, etag: "\"2\"", cacheControl: control), for: second)
+        // The second body would pass the budget: its ETag is kept, its answer is not.
+        #expect(variants.entry(first.key, checksum: "c1")?.prepared != nil)
+        #expect(variants.entry(second.key, checksum: "c2")?.prepared == nil)
+        #expect(variants.etag(of: two, second) == "\"2\"")
+        #expect(variants.state.withLock { $0.preparedBytes } == 1000)
+        // A new feed entry for piece 1 frees its body; then the second fits.
+        _ = try variant(variants, piece: 1)
+        #expect(variants.state.withLock { $0.preparedBytes } == 0)
+        variants.keep(etag: "\"2\"", of: two, prepared: PreparedAnswer(image: two, etag: "\"2\"", cacheControl: control), for: second)
+        #expect(variants.entry(second.key, checksum: "c2")?.prepared != nil)
+        // The entry replaced: what was kept for the old variant is not taken.
+        variants.keep(etag: "\"1\"", of: one, prepared: PreparedAnswer(image: one, etag: "\"1\"", cacheControl: control), for: first)
+        #expect(variants.etag(of: one, first) == nil)
+        #expect(variants.entry(first.key, checksum: "c2") == nil, "another feed checksum")
+    }
+
+    @Test(arguments: [
+        (HTTPResponse.Status.ok, ["ETag: \"e\"", "Content-Type: image/png", "Content-Length: 3"], "abc", "EmojiArt"),
+        (.ok, ["Content-Type: image/png"], "abcd", nil),
+        (.notModified, ["ETag: \"e\"", "Cache-Control: no-cache"], "", "EmojiArt"),
+        (.ok, ["Date: Mon, 01 Jan 2024 00:00:00 GMT", "X-Other: 1"], "ab", "EmojiArt"),
+        (.notFound, ["Server: Other", "Server: Twice", "Content-Length: 0"], "", "EmojiArt"),
+    ] as [(HTTPResponse.Status, [String], String, String?)])
+    func theLanesHeadIsTheConversionsHead(status: HTTPResponse.Status, fields: [String], body: String, server: String?) throws {
+        var headerFields = HTTPFields()
+        for field in fields {
+            let parts = field.split(separator: ": ", maxSplits: 1).map(String.init)
+            headerFields.append(HTTPField(name: try #require(HTTPField.Name(parts[0])), value: parts[1]))
+        }
+        let answer = FastLane.Answer(status: status, headerFields: headerFields, body: ByteBuffer(string: body))
+        let date = "Sun, 22 Nov 2026 13:00:00 GMT"
+        let fast = FastLaneHandler.head(answer, date: date, serverName: server)
+        let reference = HTTPResponseHead(FastLaneHandler.response(answer, date: date, serverName: server))
+        #expect(fast.status == reference.status && fast.version == reference.version)
+        // In order, names as written: HTTPHeaders' own == ignores order.
+        #expect(fast.headers.map { "\($0.name): \($0.value)" } == reference.headers.map { "\($0.name): \($0.value)" })
+        #expect(fast.headers.contains(name: "content-length") && fast.headers["date"] == [date])
+    }
+}
