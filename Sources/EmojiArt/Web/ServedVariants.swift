@@ -11,8 +11,9 @@ import Synchronization
 /// An entry is used only while the feed has the checksum it was made for. A prepared answer is
 /// used only for the very bytes it was made from (the same array as memory's entry, compared by
 /// identity, not content), so a variant made again, or evicted and loaded again, gets a new one.
-/// Prepared bodies are copies of image bytes; their total is kept under ``preparedBudget``, past
-/// which answers are built per request as before.
+/// A prepared answer holds its body (a copy of the bytes) and memory's array (which it keeps alive
+/// after memory evicts it); what all of them hold is kept under ``preparedBudget``, past which
+/// answers are built per request.
 final class ServedVariants: Sendable {
     /// A piece's variant: the route that serves it.
     struct Key: Hashable {
@@ -40,7 +41,7 @@ final class ServedVariants: Sendable {
         var preparedBytes = 0
     }
 
-    /// The most bytes of prepared bodies kept at once.
+    /// The most bytes prepared answers hold at once (see ``PreparedAnswer/heldBytes``).
     let preparedBudget: Int
     let state = Mutex(State())
 
@@ -57,7 +58,7 @@ final class ServedVariants: Sendable {
     /// Adds `variant` for `key`, replacing what was there (made for another checksum).
     func add(_ variant: ServedVariant, for key: Key) {
         state.withLock { state in
-            state.preparedBytes -= state.entries[key]?.prepared?.body.readableBytes ?? 0
+            state.preparedBytes -= state.entries[key]?.prepared?.heldBytes ?? 0
             state.entries[key] = Entry(variant: variant)
         }
     }
@@ -81,8 +82,8 @@ final class ServedVariants: Sendable {
             if let source = image.originalSHA256 {
                 entry.etag = ETag(source: source, bytes: image.data.count, value: etag)
             }
-            let old = entry.prepared?.body.readableBytes ?? 0
-            let new = prepared.body.readableBytes
+            let old = entry.prepared?.heldBytes ?? 0
+            let new = prepared.heldBytes
             if state.preparedBytes - old + new <= preparedBudget {
                 entry.prepared = prepared
                 state.preparedBytes += new - old
@@ -143,6 +144,9 @@ final class PreparedAnswer: Sendable {
         plain = fields(cacheControl.plain)
         versioned = fields(cacheControl.versioned)
     }
+
+    /// The bytes this answer keeps alive: its body and the image's array.
+    var heldBytes: Int { body.readableBytes + data.count }
 
     /// Whether `image` holds the very bytes this was made from: the same array storage, which
     /// this answer keeps alive, so it cannot have been reused for other bytes.
