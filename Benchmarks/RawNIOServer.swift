@@ -12,17 +12,22 @@ enum RawNIOServer {
     /// own answer, the same bytes with the route's fields.
     struct Answer {
         let body: ByteBuffer
-        /// The route's fields but `Date`, in its order; `nil` when none were recorded.
-        let fields: HTTPHeaders?
+        /// The route's fields in its order, `Date` at `dateIndex` (its value replaced per
+        /// request); `nil` when none were recorded.
+        let fields: [(String, String)]?
+        let dateIndex: Int
     }
 
     /// Serves every file under `directory` at `/` + its relative path (a file named
     /// `gallery/image?5` answers `/gallery/image?5`) with `Content-Type` and `Content-Length`
     /// only; a file with a `.fields` file beside it (the header lines of the route's answer, as
-    /// `curl -D` writes them) also answers at `/full` + its path with those fields and a `Date`
-    /// formatted once per second, as the route sends. Prints `raw-nio: http://127.0.0.1:PORT`,
+    /// `curl -D` writes them) also answers at `/full` + its path with those fields in their order,
+    /// `Date` formatted once per second, as the route sends. Prints `raw-nio: http://127.0.0.1:PORT`,
     /// then serves until killed.
     static func serve(_ directory: String) async throws -> Never {
+        // The bench stops it with SIGINT, which a shell starting the bench in the background
+        // leaves ignored, and an ignored signal stays ignored in children: take the default back.
+        signal(SIGINT, SIG_DFL)
         var answers: [String: Answer] = [:]
         let root = URL(fileURLWithPath: directory)
         for case let path as String in FileManager.default.enumerator(atPath: directory) ?? .init() {
@@ -31,16 +36,15 @@ enum RawNIOServer {
                   !path.hasSuffix(".fields")
             else { continue }
             let body = ByteBuffer(bytes: try Data(contentsOf: root.appendingPathComponent(path)))
-            answers["/" + path] = Answer(body: body, fields: nil)
+            answers["/" + path] = Answer(body: body, fields: nil, dateIndex: 0)
             if let text = try? String(contentsOfFile: directory + "/" + path + ".fields", encoding: .utf8) {
-                var fields = HTTPHeaders()
+                var fields: [(String, String)] = []
                 for line in text.split(whereSeparator: \.isNewline).dropFirst() {  // the status line first
                     guard let colon = line.firstIndex(of: ":") else { continue }
-                    let name = String(line[..<colon])
-                    guard name.lowercased() != "date" else { continue }
-                    fields.add(name: name, value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+                    fields.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
                 }
-                answers["/full/" + path] = Answer(body: body, fields: fields)
+                guard let dateIndex = fields.firstIndex(where: { $0.0.lowercased() == "date" }) else { continue }
+                answers["/full/" + path] = Answer(body: body, fields: fields, dateIndex: dateIndex)
             }
         }
         let table = answers
@@ -74,9 +78,9 @@ enum RawNIOServer {
             guard case let .head(request) = unwrapInboundIn(data) else { return }
             if let answer = answers[request.uri] {
                 var headers: HTTPHeaders
-                if let fields = answer.fields {
-                    headers = fields
-                    headers.add(name: "Date", value: currentDate())
+                if var fields = answer.fields {
+                    fields[answer.dateIndex].1 = currentDate()
+                    headers = HTTPHeaders(fields)
                 } else {
                     headers = HTTPHeaders()
                     headers.add(name: "Content-Type", value: "image/png")
