@@ -241,4 +241,30 @@ import TestSupport
             }
         }
     }
+
+    /// A prepared answer is sent only for the bytes memory holds: other bytes under the same
+    /// variant (made again, or loaded again) get an answer of their own.
+    @Test func anAnswerIsAlwaysMemorysBytes() async throws {
+        try await withGallery { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+            let model = makeModel(galleryURL, database)
+            let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            await model.loadAndVerify()
+            func answer(_ bytes: [UInt8]) throws -> FastLane.Answer {
+                guard case let .load(plan) = services.plan(.thumbs, piece: 5, version: nil) else {
+                    throw PlanMissing()
+                }
+                return services.answer(plan, image: Image(data: bytes, contentType: "image/png", originalSHA256: "s"), ifNoneMatch: nil)
+            }
+            let first = try answer([1, 2, 3])
+            #expect(first.body == ByteBuffer(bytes: [1, 2, 3]))
+            // Prepared now; the same size and original, other bytes: still memory's bytes.
+            let checksum = try #require(model.feedByPiece.value[5]).checksum
+            #expect(services.variants.entry(.init(piece: 5, route: .thumbs), checksum: checksum)?.prepared != nil)
+            #expect(try answer([4, 5, 6]).body == ByteBuffer(bytes: [4, 5, 6]))
+            #expect(try answer([4, 5, 6, 7]).headerFields[.contentLength] == "4")
+        }
+    }
 }
+
+private struct PlanMissing: Error {}

@@ -102,6 +102,7 @@ final class ServedVariant: Sendable {
     let request: ImageRequest
     /// The `v=` of immutable URLs (see ``AppServices/version(_:processor:)``).
     let version: String
+
     init(key: ServedVariants.Key, checksum: String, request: ImageRequest, version: String) {
         self.key = key
         self.checksum = checksum
