@@ -240,6 +240,7 @@ let package = Package(
             dependencies: [
                 "EmojiArt", "FastLane", "GalleryServer", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -33,6 +33,9 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Set once a passed-on request may end the connection: from then on everything is passed on.
     private var passingEverything = false
     private var needsFlush = false
+    /// Whether a part was passed on since the last read-complete that was: only then do
+    /// Hummingbird's handlers need one (it tells them to deliver what they were given).
+    private var passedSinceReadComplete = false
     // The idle time-out, when there is one.
     private let idleTimeout: TimeAmount?
     private var lastActivity = NIODeadline.now()
@@ -72,15 +75,20 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 if !head.isKeepAlive { passingEverything = true }
                 passedOn += 1
                 reading = .passing
-                context.fireChannelRead(data)
+                pass(data, context: context)
             }
         case .body:
-            if reading != .answered { context.fireChannelRead(data) }
+            if reading != .answered { pass(data, context: context) }
         case .end:
             isRequestBeingRead = false
-            if reading != .answered { context.fireChannelRead(data) }
+            if reading != .answered { pass(data, context: context) }
             reading = .idle
         }
+    }
+
+    private func pass(_ data: NIOAny, context: ChannelHandlerContext) {
+        passedSinceReadComplete = true
+        context.fireChannelRead(data)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -88,7 +96,12 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
             needsFlush = false
             context.flush()
         }
-        context.fireChannelReadComplete()
+        // A read the lane answered whole is nothing to Hummingbird: telling its handlers of the
+        // read's end would cost every memory hit a walk through them for nothing.
+        if passedSinceReadComplete {
+            passedSinceReadComplete = false
+            context.fireChannelReadComplete()
+        }
     }
 
     /// Hummingbird's answers: each end is the end of the oldest request passed on.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HTTPCaching
 
 /// An encoded image as the cache holds it: bytes, their content type and, when known, the
@@ -47,6 +47,18 @@ public struct Image: Sendable, Hashable {
     }
     /// The two above, boxed: an image is copied on every hit, and the headers are large.
     private var provenance: Provenance?
+
+    /// Whether ``cacheHeaders`` is set, read in place: a memory hit asks, and copying the
+    /// headers out would cost it more than the question.
+    var hasCacheHeaders: Bool { provenance?.cacheHeaders != nil }
+
+    /// The freshness of ``cacheHeaders`` at `now`, read in place; `nil` when there are none.
+    func freshness(at now: Date) -> Freshness? {
+        provenance?.cacheHeaders?.freshness(at: now)
+    }
+
+    /// Whether ``cacheHeaders`` says `immutable`, read in place.
+    var isImmutable: Bool { provenance?.cacheHeaders?.cacheControl.immutable ?? false }
 
     /// Where an image's bytes came from; immutable and shared between copies.
     private final class Provenance: Sendable {

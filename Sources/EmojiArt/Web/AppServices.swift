@@ -64,9 +64,11 @@ struct AppServices: Sendable {
     /// Piece `number`'s entry for `route`: its variant, made now if the feed entry is new, with
     /// the answer prepared so far; `nil` when the feed has no such piece.
     func entry(piece number: Int, route: ImageRoute) -> ServedVariants.Entry? {
-        guard let file = model.feedByPiece.value[number] else { return nil }
+        // Every image request asks: the checksum alone is read from the feed, not its entry.
+        guard let checksum = model.feedByPiece.read({ $0[number]?.checksum }) else { return nil }
         let key = ServedVariants.Key(piece: number, route: route)
-        if let entry = variants.entry(key, checksum: file.checksum) { return entry }
+        if let entry = variants.entry(key, checksum: checksum) { return entry }
+        guard let file = model.feedByPiece.value[number] else { return nil }
         let processor = processor(route)
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high

@@ -55,7 +55,7 @@ struct ImageController<Context: RequestContext>: Sendable {
         { [services] request in
             guard let target = ImageRoute.parse(request.target),
                   case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version),
-                  let image = services.database.memoryImage(for: plan.request)
+                  let image = services.database.memoryImage(for: plan.variant.request)
             else { return nil }
             return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
         }

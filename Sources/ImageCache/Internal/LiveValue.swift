@@ -29,6 +29,12 @@ public final class LiveValue<Value: Sendable>: Sendable {
     /// The current value.
     public var value: Value { state.withLock { $0.value } }
 
+    /// What `body` reads from the current value, which it sees in place, not copied: for a
+    /// small part of a large value.
+    public func read<Result>(_ body: (Value) -> Result) -> Result {
+        state.withLock { body($0.value) }
+    }
+
     /// Changes the value and sends the result to every listener.
     public func update(_ change: (inout Value) -> Void) {
         // Nobody listens: one lock. A listener that arrives later starts from this value.

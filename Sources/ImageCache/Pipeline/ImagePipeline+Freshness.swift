@@ -18,11 +18,11 @@ extension ImagePipeline {
 
     /// Decides by the request's policy, the entry's headers and the wall clock.
     func lookup(_ entry: Image, for request: ImageRequest) -> Lookup {
-        let headers = entry.cacheHeaders
+        // The headers are read in place (see Image.freshness(at:)): this runs on every hit.
         let source = entry.originalSHA256
         // Not from HTTP and nothing known of its bytes (stored by hand, a custom fetcher's):
         // answered unless the request reloads.
-        if headers == nil, source == nil {
+        if source == nil, !entry.hasCacheHeaders {
             switch request.cachePolicy {
             case .reloadIgnoringCacheData: return .miss
             case .reloadRevalidatingCacheData: return .revalidate
@@ -45,11 +45,11 @@ extension ImagePipeline {
         case .reloadIgnoringCacheData:
             return .miss
         case .reloadRevalidatingCacheData:
-            guard let headers, headers.cacheControl.immutable else { return .revalidate }
-            return headers.freshness(at: now()).state == .fresh ? .answer : .revalidate
+            guard entry.isImmutable else { return .revalidate }
+            return entry.freshness(at: now())?.state == .fresh ? .answer : .revalidate
         case .useProtocolCachePolicy:
-            guard let headers else { return .answer }  // not from HTTP
-            switch headers.freshness(at: now()).state {
+            guard let freshness = entry.freshness(at: now()) else { return .answer }  // not from HTTP
+            switch freshness.state {
             case .fresh: return .answer
             case .staleWhileRevalidate: return .answerAndRefresh
             case .stale, .mustRevalidate: return .revalidate
