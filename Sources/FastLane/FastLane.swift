@@ -51,17 +51,24 @@ public struct FastLane: Sendable {
 
     /// A complete answer.
     public struct Answer: Sendable {
-        /// The status.
-        public var status: HTTPResponse.Status
-        /// The header fields; `Content-Length` is added when missing, `Date` and `Server` always.
-        public var headerFields: HTTPFields
+        /// The status and the header fields, with their encoding kept by the lane.
+        public let head: Head
         /// The body (not sent for `HEAD`).
         public var body: ByteBuffer
 
-        /// Creates an answer.
+        /// The status.
+        public var status: HTTPResponse.Status { head.status }
+        /// The header fields; `Content-Length` is added when missing, `Date` and `Server` always.
+        public var headerFields: HTTPFields { head.headerFields }
+
+        /// Creates an answer with a head of its own, encoded for it alone.
         public init(status: HTTPResponse.Status, headerFields: HTTPFields, body: ByteBuffer = ByteBuffer()) {
-            self.status = status
-            self.headerFields = headerFields
+            self.init(head: Head(status: status, headerFields: headerFields), body: body)
+        }
+
+        /// Creates an answer with a head made once and shared: what the lane sends fastest.
+        public init(head: Head, body: ByteBuffer = ByteBuffer()) {
+            self.head = head
             self.body = body
         }
     }

@@ -8,7 +8,8 @@ import NIOHTTPTypesHTTP1
 /// Hummingbird's HTTP/1.1 child channel with a ``FastLane`` in it: the same pipeline as
 /// `HTTP1Channel` (NIO's HTTP/1 codec, the HTTP types codec, Hummingbird's connection-state
 /// handler, the async channel Hummingbird reads requests from), with the lane right after NIO's
-/// decoder. Without a lane it is `HTTP1Channel`'s pipeline.
+/// decoder (and the decoder not paired with the encoder: see ``FastLane``). Without a lane it is
+/// `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// The async channel Hummingbird reads requests from and writes answers to.
     public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
@@ -36,13 +37,23 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
-            )
-            // The lane first, on NIO's own request parts: the fewest steps for an answer from
-            // memory. It keeps the idle time-out, which only it can count right.
-            if let lane { try pipeline.addHandler(FastLaneHandler(lane, idleTimeout: idleTimeout)) }
+            if let lane {
+                // NIO's encoder and decoder as `configureHTTPServerPipeline` adds them, but not
+                // paired: the lane writes its answers past the encoder, and itself keeps answers to
+                // `HEAD` and `CONNECT` bodiless, which the pairing did. The lane first, on NIO's own
+                // request parts: the fewest steps for an answer from memory. It keeps the idle
+                // time-out, which only it can count right.
+                try pipeline.addHandlers([
+                    HTTPResponseEncoder(configuration: .init()),
+                    ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
+                    FastLaneHandler(lane, idleTimeout: idleTimeout),
+                ])
+            } else {
+                try pipeline.configureHTTPServerPipeline(
+                    withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                    withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
+                )
+            }
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             let stateTimeout = lane == nil ? idleTimeout.map { Duration($0) } : nil
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: stateTimeout, logger: logger))

@@ -6,7 +6,13 @@ import Synchronization
 
 /// The lane on one connection, right after NIO's HTTP/1 decoder: before the conversion to
 /// HTTP types, Hummingbird's connection-state handler and its request loop, which see only the
-/// requests passed on. The state handler's other duties hold as they are (a lane request is
+/// requests passed on.
+///
+/// Its answers go out past NIO's response encoder, as bytes: each ``FastLane/Head`` keeps its
+/// encoding for the current second, so an answer from memory encodes nothing. The encoder is
+/// therefore not paired with the decoder (it would expect a head for every request decoded); the
+/// lane does what the pairing did for the requests it passes on: an answer to a `HEAD` or
+/// `CONNECT` gets no body (see ``WireHead/bodiless(_:connect:)``). The state handler's other duties hold as they are (a lane request is
 /// read and answered in one go, so it never leaves one in progress: keep-alive, `Connection:
 /// close` and graceful shutdown behave as without the lane); its idle time-out the lane keeps
 /// itself (the state handler is given none), counting every request, answered here or passed on.
@@ -26,8 +32,25 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case answered
     }
 
+    /// What an answer to a passed-on request may carry.
+    private enum Answering {
+        /// Anything: the answer is Hummingbird's, encoded by NIO.
+        case any
+        /// A head without a body: the request was a `HEAD`.
+        case headOnly
+        /// A head without a body or framing fields: the request was a `CONNECT`.
+        case connect
+    }
+
     private let lane: FastLane
+    /// The encoder's context: writing on it sends bytes on past the encoder. `nil` when the
+    /// pipeline has no encoder before the lane (the lane then answers nothing).
+    private var wire: ChannelHandlerContext?
     private var reading = Reading.idle
+    /// What each passed-on request's answer may carry, oldest first.
+    private var owed = CircularBuffer<Answering>()
+    /// What the answer being written may carry.
+    private var answering = Answering.any
     /// Requests passed on whose answers Hummingbird has not finished writing.
     private var passedOn = 0
     /// Set once a passed-on request may end the connection: from then on everything is passed on.
@@ -48,12 +71,14 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        wire = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
         if context.channel.isActive { startIdleWait(context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        wire = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -66,14 +91,15 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case let .head(head):
             isRequestBeingRead = true
-            if passedOn == 0, !passingEverything, context.channel.isWritable, Self.isPlain(head),
+            if let wire, passedOn == 0, !passingEverything, context.channel.isWritable, Self.isPlain(head),
                let answer = lane.respond(FastLane.Request(head)) {
                 reading = .answered
-                write(answer, head: head.method == .HEAD, context: context)
+                write(answer, head: head.method == .HEAD, wire: wire, context: context)
             } else {
                 // `Connection: close`, or HTTP/1.0 without keep-alive: Hummingbird may end the connection.
                 if !head.isKeepAlive { passingEverything = true }
                 passedOn += 1
+                if wire != nil { owed.append(head.method == .HEAD ? .headOnly : head.method == .CONNECT ? .connect : .any) }
                 reading = .passing
                 pass(data, context: context)
             }
@@ -104,50 +130,38 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Hummingbird's answers: each end is the end of the oldest request passed on.
+    /// Hummingbird's answers: each end is the end of the oldest request passed on. An answer to a
+    /// `HEAD` or `CONNECT` goes out without its body, as NIO's paired encoder sends it.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data), passedOn > 0 {
-            passedOn -= 1
-            if passedOn == 0 { everythingAnswered(context) }
+        switch unwrapOutboundIn(data) {
+        case let .head(head):
+            // A 1xx other than 101 comes before the answer proper, which it does not stand for.
+            let code = head.status.code
+            if (100..<200).contains(code), code != 101 { break }
+            answering = owed.popFirst() ?? .any
+            if answering != .any, let wire {
+                wire.write(NIOAny(IOData.byteBuffer(WireHead.bodiless(head, connect: answering == .connect))), promise: promise)
+                return
+            }
+        case .body:
+            if answering != .any {
+                promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
+                return
+            }
+        case .end:
+            let bodiless = answering != .any
+            answering = .any
+            if passedOn > 0 {
+                passedOn -= 1
+                if passedOn == 0 { everythingAnswered(context) }
+            }
+            if bodiless, let wire {
+                // Nothing to send, but the promise completes in order with the writes before it.
+                wire.write(NIOAny(IOData.byteBuffer(ByteBuffer())), promise: promise)
+                return
+            }
         }
         context.write(data, promise: promise)
-    }
-
-    /// The head of `answer` as Hummingbird's application completes it: `Content-Length` added when
-    /// missing, `Date` and `Server` set (appended when absent, replaced when present).
-    static func response(_ answer: FastLane.Answer, date: String, serverName: String?) -> HTTPResponse {
-        var fields = answer.headerFields
-        if !fields.contains(.contentLength) { fields.append(HTTPField(name: .contentLength, value: String(answer.body.readableBytes))) }
-        if fields.contains(.date) { fields[.date] = date } else { fields.append(HTTPField(name: .date, value: date)) }
-        if let serverName {
-            if fields.contains(.server) { fields[.server] = serverName } else { fields.append(HTTPField(name: .server, value: serverName)) }
-        }
-        return HTTPResponse(status: answer.status, headerFields: fields)
-    }
-
-    /// The same head as `HTTPResponseHead(response(answer, ...))`, made in one pass over the
-    /// answer's fields when it sets neither `Date` nor `Server` (answers from memory do not): no copy of the
-    /// fields, which would cost a good part of a memory hit.
-    static func head(_ answer: FastLane.Answer, date: String, serverName: String?) -> HTTPResponseHead {
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(answer.headerFields.count + 3)
-        var hasLength = false
-        for field in answer.headerFields {
-            switch field.name {
-            case .date, .server:
-                return HTTPResponseHead(response(answer, date: date, serverName: serverName))
-            case .contentLength:
-                hasLength = true
-            default:
-                break
-            }
-            headers.append((field.name.rawName, field.value))
-        }
-        if !hasLength { headers.append((HTTPField.Name.contentLength.rawName, String(answer.body.readableBytes))) }
-        headers.append((HTTPField.Name.date.rawName, date))
-        if let serverName { headers.append((HTTPField.Name.server.rawName, serverName)) }
-        let status = HTTPResponseStatus(statusCode: answer.status.code, reasonPhrase: answer.status.reasonPhrase)
-        return HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(headers))
     }
 
     /// An HTTP/1.1 `GET` or `HEAD` of an origin-form target without a body, `Expect` or
@@ -161,13 +175,15 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         return !headers.contains(name: "transfer-encoding") && !headers.contains(name: "expect") && !headers.contains(name: "connection")
     }
 
-    private func write(_ answer: FastLane.Answer, head: Bool, context: ChannelHandlerContext) {
-        let response = Self.head(answer, date: lane.date.value, serverName: lane.serverName)
-        context.write(wrapOutboundOut(.head(response)), promise: nil)
-        if !head, answer.body.readableBytes > 0 {
-            context.write(wrapOutboundOut(.body(.byteBuffer(answer.body))), promise: nil)
+    /// Sends `answer` past the encoder: its head's bytes for this second, then its body (not for
+    /// `HEAD`, nor for a status that cannot have one).
+    private func write(_ answer: FastLane.Answer, head isHead: Bool, wire: ChannelHandlerContext, context: ChannelHandlerContext) {
+        let body = answer.body
+        let head = answer.head
+        wire.write(NIOAny(IOData.byteBuffer(head.bytes(date: lane.date.value, serverName: lane.serverName, bodyLength: body.readableBytes))), promise: nil)
+        if !isHead, head.mayHaveBody, body.readableBytes > 0 {
+            wire.write(NIOAny(IOData.byteBuffer(body)), promise: nil)
         }
-        context.write(wrapOutboundOut(.end(nil)), promise: nil)
         needsFlush = true
         lane.answers.count.add(1, ordering: .relaxed)
         if passedOn == 0 { everythingAnswered(context) }

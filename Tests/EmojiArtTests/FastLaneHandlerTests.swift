@@ -1,8 +1,10 @@
 @testable import FastLane
+import Foundation
 import HTTPTypes
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import NIOHTTPTypesHTTP1
 import Testing
 
 /// The lane's handler alone in a channel, with a recorder where Hummingbird's handlers would be:
@@ -32,7 +34,8 @@ import Testing
         }
         let recorder = Recorder()
         let channel = EmbeddedChannel()
-        try channel.pipeline.syncOperations.addHandlers([FastLaneHandler(lane, idleTimeout: nil), recorder])
+        // The encoder first, as in the server's pipeline: the lane writes its answers past it.
+        try channel.pipeline.syncOperations.addHandlers([HTTPResponseEncoder(), FastLaneHandler(lane, idleTimeout: nil), recorder])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, recorder)
     }
@@ -49,6 +52,16 @@ import Testing
         try channel.throwIfErrorCaught()
     }
 
+    /// Everything written to the socket so far.
+    func written(_ channel: EmbeddedChannel) throws -> String {
+        var text = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            guard case let .byteBuffer(buffer) = data else { continue }
+            text += String(buffer: buffer)
+        }
+        return text
+    }
+
     @Test func aReadTheLaneAnsweredWholeNeverReachesHummingbird() throws {
         let (channel, recorder) = try channel()
         defer { _ = try? channel.finish() }
@@ -56,11 +69,7 @@ import Testing
         #expect(recorder.reads.isEmpty)
         // Nothing was handed on, so there is no read for Hummingbird's handlers to finish.
         #expect(recorder.readCompletes == 0)
-        var answers = 0
-        while let part = try channel.readOutbound(as: HTTPServerResponsePart.self) {
-            if case .end = part { answers += 1 }
-        }
-        #expect(answers == 2)
+        #expect(try written(channel).components(separatedBy: "HTTP/1.1 200 OK\r\n").count - 1 == 2)
     }
 
     @Test func everyReadPassedOnIsFollowedByItsReadComplete() throws {
@@ -79,5 +88,112 @@ import Testing
         try read(["/hit", "/miss"], into: channel)
         #expect(recorder.reads.count == 4)
         #expect(recorder.readCompletes == 2)
+    }
+
+    // MARK: - The bytes on the wire
+
+    /// The head Hummingbird's application sends for `answer`'s status and fields: `Content-Length`
+    /// added when missing, `Date` and `Server` set (appended when absent, replaced when present).
+    static func applicationHead(_ answer: FastLane.Answer, date: String, serverName: String?) -> HTTPResponseHead {
+        var fields = answer.headerFields
+        if !fields.contains(.contentLength) { fields.append(HTTPField(name: .contentLength, value: String(answer.body.readableBytes))) }
+        fields[.date] = date
+        if let serverName { fields[.server] = serverName }
+        return HTTPResponseHead(HTTPResponse(status: answer.status, headerFields: fields))
+    }
+
+    /// What NIO's encoder writes for `parts`, paired with its decoder as in Hummingbird's own
+    /// pipeline, answering a `method` request.
+    static func nioWrites(_ parts: [HTTPServerResponsePart], answering method: String) throws -> String {
+        let channel = EmbeddedChannel()
+        defer { _ = try? channel.finish() }
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+            withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false
+        )
+        try channel.writeInbound(ByteBuffer(string: "\(method) / HTTP/1.1\r\nHost: test\r\n\r\n"))
+        for part in parts { channel.write(part, promise: nil) }
+        channel.flush()
+        var text = ""
+        while let data = try channel.readOutbound(as: IOData.self) {
+            guard case let .byteBuffer(buffer) = data else { continue }
+            text += String(buffer: buffer)
+        }
+        return text
+    }
+
+    static let date = "Sun, 22 Nov 2026 13:00:00 GMT"
+
+    @Test(arguments: [
+        (HTTPResponse.Status.ok, ["ETag: \"e\"", "Content-Type: image/png", "Content-Length: 3"], "abc", "EmojiArt"),
+        (.ok, ["Content-Type: image/png"], "abcd", nil),
+        (.notModified, ["ETag: \"e\"", "Cache-Control: no-cache"], "", "EmojiArt"),
+        (.ok, ["Date: Mon, 01 Jan 2024 00:00:00 GMT", "X-Other: 1"], "ab", "EmojiArt"),
+        (.notFound, ["Server: Other", "Server: Twice", "Content-Length: 0"], "", "EmojiArt"),
+        (.notFound, ["Server: Other"], "gone", nil),
+        (.noContent, ["Content-Length: 0", "Transfer-Encoding: chunked"], "", "EmojiArt"),
+        (HTTPResponse.Status(code: 299, reasonPhrase: "Odd But Fine"), ["Transfer-Encoding: chunked", "X-A: b"], "xyz", "EmojiArt"),
+    ] as [(HTTPResponse.Status, [String], String, String?)])
+    func theLanesHeadIsWhatNIOWouldWrite(status: HTTPResponse.Status, fields: [String], body: String, server: String?) throws {
+        var headerFields = HTTPFields()
+        for field in fields {
+            let parts = field.split(separator: ": ", maxSplits: 1).map(String.init)
+            headerFields.append(HTTPField(name: try #require(HTTPField.Name(parts[0])), value: parts[1]))
+        }
+        let answer = FastLane.Answer(status: status, headerFields: headerFields, body: ByteBuffer(string: body))
+        let head = Self.applicationHead(answer, date: Self.date, serverName: server)
+        let lanes = String(buffer: answer.head.bytes(date: Self.date, serverName: server, bodyLength: answer.body.readableBytes))
+        // The head alone: for `GET` NIO's writes carry the body after it; for `HEAD` they do not.
+        for method in ["GET", "HEAD"] {
+            let nio = try Self.nioWrites([.head(head)], answering: method)
+            #expect(lanes == nio, "\(method): the lane's head differs from NIO's")
+        }
+        // Kept for the second: the same bytes again, new ones for the next second.
+        let again = answer.head.bytes(date: Self.date, serverName: server, bodyLength: answer.body.readableBytes)
+        #expect(String(buffer: again) == lanes)
+        let next = answer.head.bytes(date: "Sun, 22 Nov 2026 13:00:01 GMT", serverName: server, bodyLength: answer.body.readableBytes)
+        #expect(String(buffer: next) == lanes.replacingOccurrences(of: Self.date, with: "Sun, 22 Nov 2026 13:00:01 GMT"))
+    }
+
+    @Test(arguments: [
+        (HTTPResponseStatus.ok, [("content-type", "text/plain"), ("content-length", "4")]),
+        (.ok, [("content-type", "text/plain")]),  // streamed: NIO adds chunked framing, sends no chunks
+        (.ok, [("transfer-encoding", "chunked"), ("content-length", "4")]),
+        (.notFound, [("content-length", "9"), ("server", "Test")]),
+        (.notModified, [("etag", "\"e\""), ("content-length", "4")]),
+        (.custom(code: 299, reasonPhrase: "Odd"), [("x-a", "b")]),
+    ] as [(HTTPResponseStatus, [(String, String)])])
+    func aPassedOnHeadOrConnectIsAnsweredWithoutABodyAsNIODoes(status: HTTPResponseStatus, fields: [(String, String)]) throws {
+        let head = HTTPResponseHead(version: .http1_1, status: status, headers: HTTPHeaders(fields))
+        let parts: [HTTPServerResponsePart] = [.head(head), .end(nil)]
+        for (method, connect) in [("HEAD", false), ("CONNECT", true)] {
+            #expect(String(buffer: WireHead.bodiless(head, connect: connect)) == (try Self.nioWrites(parts, answering: method)), "\(method)")
+        }
+    }
+
+    @Test func aPassedOnHeadGetsNoBodyThroughTheLane() throws {
+        let (channel, recorder) = try channel()
+        defer { _ = try? channel.finish() }
+        let pipeline = channel.pipeline.syncOperations
+        pipeline.fireChannelRead(NIOAny(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .HEAD, uri: "/miss"))))
+        pipeline.fireChannelRead(NIOAny(HTTPServerRequestPart.end(nil)))
+        pipeline.fireChannelReadComplete()
+        #expect(recorder.reads.count == 2)
+        // Hummingbird answers with a body, which must not reach the wire; every promise completes, in order.
+        let head = HTTPResponseHead(version: .http1_1, status: .notFound, headers: ["content-length": "4"])
+        let wrote = channel.write(HTTPServerResponsePart.head(head))
+        let body = channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: "gone"))))
+        let end = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
+        try wrote.wait()
+        #expect(throws: NIOHTTPResponseEncoderError.self) { try body.wait() }
+        try end.wait()
+        #expect(try written(channel) == "HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\n")
+        // The next answer, to a GET, has its body.
+        pipeline.fireChannelRead(NIOAny(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/miss"))))
+        pipeline.fireChannelRead(NIOAny(HTTPServerRequestPart.end(nil)))
+        pipeline.fireChannelReadComplete()
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: "gone"))), promise: nil)
+        try channel.writeAndFlush(HTTPServerResponsePart.end(nil)).wait()
+        #expect(try written(channel) == "HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\ngone")
     }
 }

@@ -9,7 +9,7 @@ import NIOHTTPTypesHTTP1
 import Synchronization
 import Testing
 
-/// The image routes' prepared answers and the lane's one-pass head: each must give exactly what
+/// The image routes' prepared answers: each must give exactly what
 /// the slower way it replaces gives.
 @Suite struct ServedVariantsTests {
     func image(_ bytes: [UInt8], source: String? = "sha-of-original") -> Image {
@@ -78,28 +78,5 @@ import Testing
         variants.keep(etag: "\"1\"", of: one, prepared: PreparedAnswer(image: one, etag: "\"1\"", cacheControl: control), for: first)
         #expect(variants.etag(of: one, first) == nil)
         #expect(variants.entry(first.key, checksum: "c2") == nil, "another feed checksum")
-    }
-
-    @Test(arguments: [
-        (HTTPResponse.Status.ok, ["ETag: \"e\"", "Content-Type: image/png", "Content-Length: 3"], "abc", "EmojiArt"),
-        (.ok, ["Content-Type: image/png"], "abcd", nil),
-        (.notModified, ["ETag: \"e\"", "Cache-Control: no-cache"], "", "EmojiArt"),
-        (.ok, ["Date: Mon, 01 Jan 2024 00:00:00 GMT", "X-Other: 1"], "ab", "EmojiArt"),
-        (.notFound, ["Server: Other", "Server: Twice", "Content-Length: 0"], "", "EmojiArt"),
-    ] as [(HTTPResponse.Status, [String], String, String?)])
-    func theLanesHeadIsTheConversionsHead(status: HTTPResponse.Status, fields: [String], body: String, server: String?) throws {
-        var headerFields = HTTPFields()
-        for field in fields {
-            let parts = field.split(separator: ": ", maxSplits: 1).map(String.init)
-            headerFields.append(HTTPField(name: try #require(HTTPField.Name(parts[0])), value: parts[1]))
-        }
-        let answer = FastLane.Answer(status: status, headerFields: headerFields, body: ByteBuffer(string: body))
-        let date = "Sun, 22 Nov 2026 13:00:00 GMT"
-        let fast = FastLaneHandler.head(answer, date: date, serverName: server)
-        let reference = HTTPResponseHead(FastLaneHandler.response(answer, date: date, serverName: server))
-        #expect(fast.status == reference.status && fast.version == reference.version)
-        // In order, names as written: HTTPHeaders' own == ignores order.
-        #expect(fast.headers.map { "\($0.name): \($0.value)" } == reference.headers.map { "\($0.name): \($0.value)" })
-        #expect(fast.headers.contains(name: "content-length") && fast.headers["date"] == [date])
     }
 }

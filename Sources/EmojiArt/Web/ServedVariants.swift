@@ -111,13 +111,14 @@ final class ServedVariant: Sendable {
     }
 }
 
-/// A variant's answer made once for the bytes memory holds: its ETag, its body and its header
-/// fields, for the mode's plain `Cache-Control` and, with a current `v=`, for the immutable one.
+/// A variant's answer made once for the bytes memory holds: its ETag, its body and its heads
+/// (status and header fields, which the fast lane keeps encoded), for the mode's plain
+/// `Cache-Control` and, with a current `v=`, for the immutable one.
 final class PreparedAnswer: Sendable {
-    /// One `Cache-Control`'s fields: 200's and 304's.
-    struct Fields: Sendable {
-        let ok: HTTPFields
-        let notModified: HTTPFields
+    /// One `Cache-Control`'s heads: 200's and 304's.
+    struct Heads: Sendable {
+        let ok: FastLane.Head
+        let notModified: FastLane.Head
     }
 
     /// The bytes it was made from, held so the identity comparison in ``isMade(from:)`` is sound.
@@ -125,25 +126,28 @@ final class PreparedAnswer: Sendable {
     let contentType: String
     let etag: String
     let body: ByteBuffer
-    let plain: Fields
-    let versioned: Fields
+    let plain: Heads
+    let versioned: Heads
 
     init(image: Image, etag: String, cacheControl: ImageCacheControl) {
         data = image.data
         contentType = image.contentType
         self.etag = etag
         body = ByteBuffer(bytes: image.data)
-        func fields(_ cacheControl: String) -> Fields {
+        func heads(_ cacheControl: String) -> Heads {
             // In this order, the order the route has always sent.
             let validators = [HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl)]
             let ok = HTTPFields(validators + [
                 HTTPField(name: .contentType, value: image.contentType),
                 HTTPField(name: .contentLength, value: String(image.data.count)),
             ])
-            return Fields(ok: ok, notModified: HTTPFields(validators))
+            return Heads(
+                ok: FastLane.Head(status: .ok, headerFields: ok),
+                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(validators))
+            )
         }
-        plain = fields(cacheControl.plain)
-        versioned = fields(cacheControl.versioned)
+        plain = heads(cacheControl.plain)
+        versioned = heads(cacheControl.versioned)
     }
 
     /// The bytes this answer keeps alive: its body and the image's array.
@@ -158,10 +162,8 @@ final class PreparedAnswer: Sendable {
 
     /// The answer, `versioned` or not: 200 with the bytes, or 304 when `notModified`.
     func answer(versioned isVersioned: Bool, notModified: Bool) -> FastLane.Answer {
-        let fields = isVersioned ? versioned : plain
-        return notModified
-            ? FastLane.Answer(status: .notModified, headerFields: fields.notModified)
-            : FastLane.Answer(status: .ok, headerFields: fields.ok, body: body)
+        let heads = isVersioned ? versioned : plain
+        return notModified ? FastLane.Answer(head: heads.notModified) : FastLane.Answer(head: heads.ok, body: body)
     }
 }
 

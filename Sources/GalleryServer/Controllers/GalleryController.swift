@@ -141,10 +141,10 @@ struct GalleryController<Context: RequestContext>: Sendable {
         if ConditionalRequest.notModified(
             ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
         ) {
-            return FastLane.Answer(status: .notModified, headerFields: fields.notModified)
+            return FastLane.Answer(head: fields.notModified)
         }
         if get { metrics.served(bytes: piece.png.readableBytes) }
-        return FastLane.Answer(status: .ok, headerFields: fields.ok, body: piece.png)
+        return FastLane.Answer(head: fields.ok, body: piece.png)
     }
 
     /// `/gallery/image?N` of a piece the gallery has, answered on the event loop when neither
@@ -193,13 +193,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     }
 }
 
-/// Each piece's 200 and 304 image fields for one edition, made at its first image answer: an
-/// answer reuses them instead of building its fields (on the fast lane's hot path).
+/// Each piece's 200 and 304 image heads (status and fields) for one edition, made at its first
+/// image answer: an answer reuses them instead of building its fields, and the fast lane keeps
+/// their encoding (on its hot path).
 final class PreparedImageFields: Sendable {
-    /// One piece's fields.
+    /// One piece's heads.
     struct Fields: Sendable {
-        let ok: HTTPFields
-        let notModified: HTTPFields
+        let ok: FastLane.Head
+        let notModified: FastLane.Head
     }
 
     private let state = Mutex<(edition: Edition, pieces: [Fields])?>(nil)
@@ -211,7 +212,10 @@ final class PreparedImageFields: Sendable {
         let pieces = edition.pieces.indices.map { index in
             let fields = make(index)
             let length = HTTPField(name: .contentLength, value: String(edition.pieces[index].png.readableBytes))
-            return Fields(ok: HTTPFields(fields + [length]), notModified: HTTPFields(fields))
+            return Fields(
+                ok: FastLane.Head(status: .ok, headerFields: HTTPFields(fields + [length])),
+                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(fields))
+            )
         }
         state.withLock { $0 = (edition, pieces) }
         return pieces[number]
