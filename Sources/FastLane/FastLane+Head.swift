@@ -1,5 +1,5 @@
 public import HTTPTypes
-public import NIOCore
+import NIOCore
 import NIOHTTP1
 import Synchronization
 
