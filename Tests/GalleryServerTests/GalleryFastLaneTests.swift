@@ -65,7 +65,9 @@ import TestSupport
                 ("/gallery/image?5", "GET", [#"If-None-Match: "other""#], true),
                 ("/gallery/image?5", "GET", ["If-Modified-Since: \(lastModified)"], true),
                 ("/gallery/image?28", "GET", [], true),
+                ("/gallery/image?05", "GET", [], true),  // the route reads it as 5 too
                 ("/gallery/image?10", "GET", [], false),  // missing: 404
+                ("/gallery/image?10", "HEAD", [], false),  // its head, passed on: no body
                 ("/gallery/image?29", "GET", [], false),  // no such piece: 404
                 ("/gallery/image?x", "GET", [], false),  // 400
                 ("/gallery/image", "GET", [], false),  // 400

@@ -156,10 +156,11 @@ struct GalleryController<Context: RequestContext>: Sendable {
             guard target.utf8.starts(with: "/gallery/image?".utf8) else { return nil }
             let query = target.utf8.dropFirst(15)
             let edition = publication.current
-            guard !query.isEmpty, query.count <= 9, query.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                  let number = Int(Substring(query)), number < edition.catalog.count,
-                  !edition.catalog.missing.contains(number)
+            guard !query.isEmpty, query.count <= 9, query.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
             else { return nil }
+            // At most nine ASCII digits: read in place, no string made.
+            let number = query.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+            guard number < edition.catalog.count, !edition.catalog.missing.contains(number) else { return nil }
             metrics.imageRequest(piece: number)
             let answer = plainAnswer(
                 number, edition: edition, get: !request.isHead,
