@@ -1,21 +1,19 @@
-import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypesHTTP1
 import Synchronization
 
 /// The lane on one connection, right after NIO's HTTP/1 decoder: before the conversion to
 /// HTTP types, Hummingbird's connection-state handler and its request loop, which see only the
-/// requests passed on.
+/// requests passed on. The state handler's other duties hold as they are (a lane request is
+/// read and answered in one go, so it never leaves one in progress: keep-alive, `Connection:
+/// close` and graceful shutdown behave as without the lane); its idle time-out the lane keeps
+/// itself (the state handler is given none), counting every request, answered here or passed on.
 ///
 /// Its answers go out past NIO's response encoder, as bytes: each ``FastLane/Head`` keeps its
 /// encoding for the current second, so an answer from memory encodes nothing. The encoder is
 /// therefore not paired with the decoder (it would expect a head for every request decoded); the
 /// lane does what the pairing did for the requests it passes on: an answer to a `HEAD` or
-/// `CONNECT` gets no body (see ``WireHead/bodiless(_:connect:)``). The state handler's other duties hold as they are (a lane request is
-/// read and answered in one go, so it never leaves one in progress: keep-alive, `Connection:
-/// close` and graceful shutdown behave as without the lane); its idle time-out the lane keeps
-/// itself (the state handler is given none), counting every request, answered here or passed on.
+/// `CONNECT` gets no body (see ``WireHead/bodiless(_:connect:)``).
 final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart

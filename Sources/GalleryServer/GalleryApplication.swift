@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import HTTPCaching
 public import Hummingbird
 import HummingbirdCore

@@ -9,7 +9,7 @@ import TestSupport
 
 /// How the app uses the pipeline's scheduling: the details variants prefetched at low priority
 /// once the catalog is shown, landing on disk without counting as hits; the stages on /metrics.
-@Suite(.timeLimit(.minutes(2))) struct AppSchedulingTests {
+@Suite(.timeLimit(.minutes(3))) struct AppSchedulingTests {
     /// The app's router against a live gallery, once verification has finished.
     func withVerifiedApp(_ body: @Sendable (any TestClientProtocol, ImageDatabase) async throws -> Void) async throws {
         try await withGallery { galleryURL, database in

@@ -13,7 +13,7 @@ import TestSupport
 /// HTTP freshness from the gallery to the app: a real gallery on 127.0.0.1:0 and a real cache
 /// directory, both dated by one wall clock the test moves. Requests are counted at the gallery
 /// (its /metrics), never inside the client.
-@Suite(.timeLimit(.minutes(1))) struct FreshnessEndToEndTests {
+@Suite(.timeLimit(.minutes(3))) struct FreshnessEndToEndTests {
     let clock = TestWallClock()
     let directory = TemporaryDirectory()
 

@@ -9,7 +9,7 @@ import TestSupport
 
 /// The gallery's image route with the fast lane and without: twin servers on one publication
 /// and one set of metrics, asked the same things over raw connections.
-@Suite(.timeLimit(.minutes(2))) struct GalleryFastLaneTests {
+@Suite(.timeLimit(.minutes(3))) struct GalleryFastLaneTests {
     func withTwins(_ body: (_ lanePort: Int, _ plainPort: Int, _ lane: FastLane, _ metrics: GalleryMetrics) async throws -> Void) async throws {
         let configuration = GalleryConfiguration(port: 0)
         let art = try await ArtStore.load(configuration.catalog)

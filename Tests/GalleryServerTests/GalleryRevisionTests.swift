@@ -10,7 +10,7 @@ import Testing
 import TestSupport
 
 /// New art at unchanged URLs, and the gallery's dates from its injected clock, over a socket.
-@Suite(.timeLimit(.minutes(1))) struct GalleryRevisionTests {
+@Suite(.timeLimit(.minutes(3))) struct GalleryRevisionTests {
     struct Answer: Sendable {
         var status: UInt
         var headers: HTTPHeaders

@@ -4,7 +4,7 @@ import Testing
 import TestSupport
 
 /// Cancellation against a real loader, with downloads held at a gate: no sleeps, no polling.
-@Suite(.timeLimit(.minutes(1))) struct CancellationTests {
+@Suite(.timeLimit(.minutes(3))) struct CancellationTests {
     let url = URL(string: "http://127.0.0.1:1/images/stall")!
 
     @Test func oneWaiterCancellingDoesNotFailTheOthers() async throws {

@@ -4,7 +4,7 @@ import ImageCache
 import Testing
 import TestSupport
 
-@Suite(.timeLimit(.minutes(2))) struct FailureTests {
+@Suite(.timeLimit(.minutes(3))) struct FailureTests {
     let directory = TemporaryDirectory()
     let clock = TestClock<Duration>()
 

@@ -9,7 +9,7 @@ import TestSupport
 
 /// HTTP freshness end to end: a real origin on 127.0.0.1, a real directory, and a wall clock
 /// the test moves. The origin sends `max-age=60` and an ETag unless a test says otherwise.
-@Suite(.timeLimit(.minutes(1))) struct FreshnessTests {
+@Suite(.timeLimit(.minutes(3))) struct FreshnessTests {
     let directory = TemporaryDirectory()
     /// Ten days behind the origin's own clock (its `Date` is the real time), as a client's clock
     /// may be: the age then comes from the time the entry spends in the cache, which the test

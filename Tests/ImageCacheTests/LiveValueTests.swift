@@ -1,7 +1,7 @@
 import ImageCache
 import Testing
 
-@Suite(.timeLimit(.minutes(1))) struct LiveValueTests {
+@Suite(.timeLimit(.minutes(3))) struct LiveValueTests {
     @Test func aListenerSeesTheCurrentValueThenEveryChangeInOrder() async {
         let value = LiveValue(0)
         let listener = Task {

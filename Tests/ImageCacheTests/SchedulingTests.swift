@@ -34,7 +34,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
     private func waitForPermit() { permits.wait() }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct SchedulingTests {
+@Suite(.timeLimit(.minutes(3))) struct SchedulingTests {
     /// Original `n`'s URL; never fetched: the originals are put in memory first.
     static func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1:9/piece-\(n)")! }
 
