@@ -148,8 +148,11 @@ import Testing
             #expect(lanes == nio, "\(method): the lane's head differs from NIO's")
         }
         // Kept for the second: the same bytes again, new ones for the next second.
+        let first = answer.head.bytes(date: Self.date, serverName: server, bodyLength: answer.body.readableBytes)
         let again = answer.head.bytes(date: Self.date, serverName: server, bodyLength: answer.body.readableBytes)
         #expect(String(buffer: again) == lanes)
+        // The very buffer kept, not the same bytes encoded again.
+        #expect(first.withUnsafeReadableBytes { $0.baseAddress } == again.withUnsafeReadableBytes { $0.baseAddress })
         let next = answer.head.bytes(date: "Sun, 22 Nov 2026 13:00:01 GMT", serverName: server, bodyLength: answer.body.readableBytes)
         #expect(String(buffer: next) == lanes.replacingOccurrences(of: Self.date, with: "Sun, 22 Nov 2026 13:00:01 GMT"))
     }

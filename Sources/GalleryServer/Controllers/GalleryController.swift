@@ -24,7 +24,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
     let cacheControl: String
     let publicKey: ByteBuffer
     /// Every piece's image fields for the current edition, made once per edition.
-    let preparedFields = PreparedImageFields()
+    let preparedHeads = PreparedImageHeads()
 
     init(
         publication: Publication, metrics: GalleryMetrics, faults: FaultInjector, gate: ImageGate?,
@@ -137,14 +137,14 @@ struct GalleryController<Context: RequestContext>: Sendable {
     /// image (its bytes counted as served for `GET`).
     func plainAnswer(_ number: Int, edition: Edition, get: Bool, ifNoneMatch: String?, ifModifiedSince: String?) -> FastLane.Answer {
         let piece = edition.pieces[number]
-        let fields = preparedFields.fields(of: number, in: edition) { imageFields($0, edition: edition) }
+        let heads = preparedHeads.heads(of: number, in: edition) { imageFields($0, edition: edition) }
         if ConditionalRequest.notModified(
             ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
         ) {
-            return FastLane.Answer(head: fields.notModified)
+            return FastLane.Answer(head: heads.notModified)
         }
         if get { metrics.served(bytes: piece.png.readableBytes) }
-        return FastLane.Answer(head: fields.ok, body: piece.png)
+        return FastLane.Answer(head: heads.ok, body: piece.png)
     }
 
     /// `/gallery/image?N` of a piece the gallery has, answered on the event loop when neither
@@ -197,23 +197,23 @@ struct GalleryController<Context: RequestContext>: Sendable {
 /// Each piece's 200 and 304 image heads (status and fields) for one edition, made at its first
 /// image answer: an answer reuses them instead of building its fields, and the fast lane keeps
 /// their encoding (on its hot path).
-final class PreparedImageFields: Sendable {
+final class PreparedImageHeads: Sendable {
     /// One piece's heads.
-    struct Fields: Sendable {
+    struct Heads: Sendable {
         let ok: FastLane.Head
         let notModified: FastLane.Head
     }
 
-    private let state = Mutex<(edition: Edition, pieces: [Fields])?>(nil)
+    private let state = Mutex<(edition: Edition, pieces: [Heads])?>(nil)
 
-    /// Piece `number`'s fields in `edition`, made with `make` (a piece's fields without
+    /// Piece `number`'s heads in `edition`, made with `make` (a piece's fields without
     /// `Content-Length`) for every piece when `edition` is new.
-    func fields(of number: Int, in edition: Edition, make: (Int) -> [HTTPField]) -> Fields {
-        if let fields = state.withLock({ $0?.edition === edition ? $0?.pieces[number] : nil }) { return fields }
+    func heads(of number: Int, in edition: Edition, make: (Int) -> [HTTPField]) -> Heads {
+        if let heads = state.withLock({ $0?.edition === edition ? $0?.pieces[number] : nil }) { return heads }
         let pieces = edition.pieces.indices.map { index in
             let fields = make(index)
             let length = HTTPField(name: .contentLength, value: String(edition.pieces[index].png.readableBytes))
-            return Fields(
+            return Heads(
                 ok: FastLane.Head(status: .ok, headerFields: HTTPFields(fields + [length])),
                 notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(fields))
             )
