@@ -87,6 +87,11 @@ struct GalleryClientOptions: ParsableArguments {
             throw ValidationError("--gallery must be an http(s) URL, got \(gallery)")
         }
         guard concurrency >= 1 else { throw ValidationError("--concurrency must be at least 1") }
+        // An RFC 7638 thumbprint: the base64url of a SHA-256, 43 characters. An empty one (an unset
+        // variable in a unit file) must not quietly fall back to trust on first use.
+        if let galleryKey, galleryKey.utf8.count != 43 || !galleryKey.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) }) {
+            throw ValidationError("--gallery-key must be a key fingerprint as the gallery prints it (43 characters of base64url), got '\(galleryKey)'")
+        }
     }
 
     var galleryURL: URL { URL(string: gallery)! }

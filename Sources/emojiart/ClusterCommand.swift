@@ -46,6 +46,9 @@ struct ClusterCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...32).contains(instances) else { throw ValidationError("--instances must be 1...32") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        if let workDir, !EdgeConfiguration.isUsableInConfiguration(URL(fileURLWithPath: workDir).standardizedFileURL.path) {
+            throw ValidationError("--work-dir \(workDir) cannot go into nginx's configuration: choose a directory whose path has no quotes, backslashes, $ or control characters")
+        }
     }
 
     func run() async throws {
@@ -53,7 +56,7 @@ struct ClusterCommand: AsyncParsableCommand {
             throw CommandFailure("nginx is not installed: run scripts/bootstrap (it installs Debian's nginx-light)")
         }
         let temporary = workDir == nil
-        let work = workDir.map { URL(fileURLWithPath: $0) }
+        let work = workDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("emojiart-cluster-\(UUID().uuidString)")
         defer { if temporary { try? FileManager.default.removeItem(at: work) } }
         for folder in ["nginx", "nginx-cache/temp"] {
@@ -70,7 +73,7 @@ struct ClusterCommand: AsyncParsableCommand {
         var galleryIterator = galleryPorts.makeAsyncIterator()
         guard let galleryPortNumber = await galleryIterator.next() else { throw CommandFailure("the gallery did not start") }
 
-        let edge = EdgeConfiguration(
+        let edge = try EdgeConfiguration(
             instancePorts: (0..<instances).map { _ in LoopbackPort.free() }, galleryPort: galleryPortNumber,
             edgePort: port == 0 ? LoopbackPort.free() : port, shieldPort: LoopbackPort.free(),
             cacheDirectory: work.appendingPathComponent("nginx-cache").path

@@ -15,7 +15,8 @@ final class RunningCluster: Sendable {
     let gallery: String
     /// Each instance's address and pid.
     let instances: [(url: String, pid: Int32)]
-    let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+    /// Made once the cluster is up: a client that is never shut down stops the whole test process.
+    let client: HTTPClient
     private let data = TemporaryDirectory("emojiart-cluster-data")
 
     /// Starts `emojiart cluster --port 0 ARGUMENTS` and reads the addresses it prints. The blocking
@@ -48,8 +49,10 @@ final class RunningCluster: Sendable {
               let gallery = lines.compactMap({ value(after: "gallery ", in: $0) }).first
         else {
             process.terminate()
+            process.waitUntilExit()
             throw ClusterError("the cluster did not start: \(lines)")
         }
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
         self.edge = edge.hasSuffix("/") ? String(edge.dropLast()) : edge
         self.gallery = gallery
         instances = lines.filter { $0.hasPrefix("cluster: instance ") }.compactMap { line in
@@ -64,10 +67,12 @@ final class RunningCluster: Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    /// GET `url` (a path is taken as the edge's): status, headers and body.
-    func get(_ url: String) async throws -> (status: Int, headers: HTTPHeaders, body: [UInt8]) {
+    /// GET `url` (a path is taken as the edge's) with `headers`: status, headers and body.
+    func get(_ url: String, headers: [(String, String)] = []) async throws -> (status: Int, headers: HTTPHeaders, body: [UInt8]) {
         let full = url.hasPrefix("http") ? url : edge + url
-        let response = try await client.execute(HTTPClientRequest(url: full), timeout: .seconds(30))
+        var request = HTTPClientRequest(url: full)
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 10 << 20)
         return (Int(response.status.code), response.headers, Array(buffer: body))
     }
@@ -189,8 +194,68 @@ final class RunningCluster: Sendable {
         #expect(cluster.instances.allSatisfy { kill($0.pid, 0) != 0 }, "no instance left behind")
     }
 
+    /// The files nginx keeps in the edge's image cache under `work` (`--work-dir`).
+    static func edgeCacheFiles(_ work: URL) -> Int {
+        let images = work.appendingPathComponent("nginx-cache/images")
+        guard let walker = FileManager.default.enumerator(at: images, includingPropertiesForKeys: [.isRegularFileKey]) else { return 0 }
+        return walker.compactMap { ($0 as? URL).flatMap { try? $0.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile } }.filter { $0 }.count
+    }
+
+    @Test func noClientCanGrowTheEdgesCacheAndAPlainURLKeepsIts304() async throws {
+        // A work directory with a space and a semicolon: nginx's configuration quotes its paths.
+        let directory = TemporaryDirectory("emojiart edge;cache")
+        let cluster = try await RunningCluster(["--instances", "2", "--work-dir", directory.url.path])
+        do {
+            let (thumbnails, _) = try await Self.catalogURLs(cluster)
+            for url in Set(thumbnails) { #expect(try await cluster.get(url).status == 200) }
+            let kept = Self.edgeCacheFiles(directory.url)
+            #expect(kept == Set(thumbnails).count, "one file per thumbnail URL")
+
+            // 200 query strings of a client's own: each is refused by the app, none is kept.
+            let current = thumbnails[0]
+            let path = String(current.prefix { $0 != "?" })
+            var statuses: [Int: Int] = [:]
+            for index in 0..<200 {
+                let junk = switch index % 4 {
+                case 0: current + "&x=\(index)"
+                case 1: path + "?x=\(index)"
+                case 2: current + "&v=\(index)"
+                default: path + "?v=\(String(index, radix: 16))&y"
+                }
+                statuses[try await cluster.get(junk).status, default: 0] += 1
+            }
+            #expect(statuses == [400: 200], "every one is refused: \(statuses)")
+            #expect(Self.edgeCacheFiles(directory.url) == kept, "junk added no file to the edge's cache")
+            #expect(try await cluster.get(current).headers.first(name: "x-cache-status") == "HIT", "the real entry is still there")
+
+            // A plain URL (no v=) keeps its conditional end to end: the instance answers 304.
+            let plain = try await cluster.get(path)
+            let etag = try #require(plain.headers.first(name: "etag"))
+            #expect(plain.status == 200)
+            let revalidated = try await cluster.get(path, headers: [("If-None-Match", etag)])
+            #expect(revalidated.status == 304 && revalidated.body.isEmpty)
+            #expect(revalidated.headers.first(name: "etag") == etag)
+            #expect(Self.edgeCacheFiles(directory.url) == kept, "a plain URL is not kept")
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
+    @Test(arguments: ["/tmp/a\"b", "/tmp/a\\b", "/tmp/$x", "/tmp/a\nb", "relative/dir"])
+    func aPathNginxCannotTakeIsRefusedBeforeAnythingStarts(path: String) throws {
+        #expect(!EdgeConfiguration.isUsableInConfiguration(path))
+        #expect(throws: EdgeConfiguration.UnusablePath.self) {
+            try EdgeConfiguration(instancePorts: [1], galleryPort: 2, edgePort: 3, shieldPort: 4, cacheDirectory: path)
+        }
+        let edge = try EdgeConfiguration(instancePorts: [1], galleryPort: 2, edgePort: 3, shieldPort: 4, cacheDirectory: "/tmp/a b;c")
+        #expect(throws: EdgeConfiguration.UnusablePath.self) { try edge.nginxConf(prefix: path) }
+        #expect(try edge.nginxConf(prefix: "/tmp/a b;c").contains("pid \"/tmp/a b;c/nginx.pid\";"))
+    }
+
     @Test func theDeployedNginxConfigurationIsTheClusterTemplate() throws {
-        let edge = EdgeConfiguration(
+        let edge = try EdgeConfiguration(
             instancePorts: [8081, 8082, 8083], galleryPort: 8090, edgePort: 8080, shieldPort: 8091,
             cacheDirectory: "/var/cache/nginx/emojiart"
         )

@@ -8,6 +8,10 @@
 ///   `proxy_cache_lock` (one miss per key reaches an instance) and `proxy_cache_use_stale`;
 ///   `proxy_next_upstream error timeout` skips a dead instance. Answers are kept as their
 ///   `Cache-Control` says: with `--http-cache immutable`, for a year under their `?v=` URL.
+///   Only a request in the route's own form is kept (``cacheableImageRequest``): its key is
+///   that form, so no client can grow the cache with query strings of its own; every other
+///   request (no `v=`, parameters the route does not define) goes to an instance uncached,
+///   with its conditional fields, so a plain URL keeps its 304 and junk gets the app's 400.
 /// - Pages, JSON, the event stream and the clear actions: `hash` on the client's address, so one
 ///   browser stays with one instance and the toolbar is about that instance; the event stream is
 ///   not buffered.
@@ -31,16 +35,47 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// The largest size of each of the two caches, in megabytes.
     public var cacheMegabytes: Int
 
+    /// The one definition of what the edge keeps: an image route's request line in its own form,
+    /// the path and its own parameters (`v=`, 16 hex digits), as a PCRE pattern on
+    /// `$request_uri`. A request that matches is kept under that very URI; one that does not is
+    /// passed on uncached. Add a route's new parameters here, nowhere else.
+    public static let cacheableImageRequest = #"^/(?:thumbs|large)/[0-9]{1,9}\?v=[0-9a-f]{16}$"#
+
+    /// Whether `path` can go into nginx's configuration as a quoted string: absolute, and free of
+    /// the quote, the backslash, `$` and control characters, which nginx would read as syntax.
+    public static func isUsableInConfiguration(_ path: String) -> Bool {
+        path.hasPrefix("/") && !path.unicodeScalars.contains { scalar in
+            scalar == "\"" || scalar == "\\" || scalar == "$" || scalar.value < 0x20 || scalar.value == 0x7f
+        }
+    }
+
+    /// A path nginx's configuration cannot take (``isUsableInConfiguration(_:)``).
+    public struct UnusablePath: Error, Sendable, CustomStringConvertible {
+        /// The path.
+        public var path: String
+        /// What happened and what to do.
+        public var description: String {
+            "\(path) cannot go into nginx's configuration: use an absolute path without quotes, backslashes, $ or control characters"
+        }
+    }
+
+    /// `path` as an nginx string: quoted, so a space or `;` in it is not syntax. Every path is
+    /// checked with ``isUsableInConfiguration(_:)`` first (the cache directory by `init`, the
+    /// prefix by ``nginxConf(prefix:workers:)``).
+    static func quoted(_ path: String) -> String { "\"" + path + "\"" }
+
     /// Creates a configuration.
+    /// - Throws: ``UnusablePath`` when `cacheDirectory` is not usable in nginx's configuration.
     public init(
         instancePorts: [Int], galleryPort: Int, edgePort: Int, shieldPort: Int, host: String = "127.0.0.1",
         cacheDirectory: String, cacheMegabytes: Int = 1024
-    ) {
+    ) throws(UnusablePath) {
         self.instancePorts = instancePorts
         self.galleryPort = galleryPort
         self.edgePort = edgePort
         self.shieldPort = shieldPort
         self.host = host
+        guard Self.isUsableInConfiguration(cacheDirectory) else { throw UnusablePath(path: cacheDirectory) }
         self.cacheDirectory = cacheDirectory
         self.cacheMegabytes = cacheMegabytes
     }
@@ -50,14 +85,21 @@ public struct EdgeConfiguration: Sendable, Hashable {
         let instances = instancePorts.map { "    server \(host):\($0) max_fails=1 fail_timeout=5s;" }.joined(separator: "\n")
         return """
             # EmojiArt: \(instancePorts.count) app instances behind one edge, the gallery behind a shield.
-            proxy_cache_path \(cacheDirectory)/images levels=1:2 keys_zone=emojiart_images:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
-            proxy_cache_path \(cacheDirectory)/shield levels=1:2 keys_zone=emojiart_shield:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
-            proxy_temp_path \(cacheDirectory)/temp;
+            proxy_cache_path \(Self.quoted(cacheDirectory + "/images")) levels=1:2 keys_zone=emojiart_images:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
+            proxy_cache_path \(Self.quoted(cacheDirectory + "/shield")) levels=1:2 keys_zone=emojiart_shield:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
+            proxy_temp_path \(Self.quoted(cacheDirectory + "/temp"));
 
             # A piece's thumbnail and large image share one owner: the hash key is the piece.
             map $uri $emojiart_piece {
                 ~^/(?:thumbs|large)/(?<piece>[0-9]+)$ $piece;
                 default $uri;
+            }
+
+            # What the edge keeps of an image route: the request in the route's own form (its path
+            # and v=), under that URI. Anything else is passed on uncached (see @emojiart_uncached).
+            map $request_uri $emojiart_image_key {
+                "~\(Self.cacheableImageRequest)" $request_uri;
+                default "";
             }
 
             upstream emojiart_images {
@@ -88,6 +130,15 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 # Images: one prefix location each (no regex on the hit path), settings shared.
                 \(imageLocation("/thumbs/"))
                 \(imageLocation("/large/"))
+
+                # An image request the edge does not keep: no v= (its conditional fields reach the
+                # instance, which answers 304), or parameters the route does not define (400).
+                location @emojiart_uncached {
+                    proxy_pass http://emojiart_images;
+                    proxy_next_upstream error timeout;
+                    proxy_next_upstream_tries 3;
+                    proxy_connect_timeout 2s;
+                }
 
                 location = /events {
                     proxy_pass http://emojiart_pages;
@@ -125,13 +176,17 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// The edge's location for one image route. A warm request is a cache hit: `open_file_cache`
     /// keeps the cache files open, so a hit costs no `open`, `fstat` or `close`. That is safe here
     /// because an image's key is its URL with `?v=`, content-addressed: a cache file that is
-    /// replaced under the same key holds the same bytes.
+    /// replaced under the same key holds the same bytes. A request not in the route's own form
+    /// (``cacheableImageRequest``) goes to `@emojiart_uncached` instead (`return` is one of the
+    /// two things nginx's `if` does safely in a location).
     private func imageLocation(_ prefix: String) -> String {
         """
         location \(prefix) {
+                error_page 418 = @emojiart_uncached;
+                if ($emojiart_image_key = "") { return 418; }
                 proxy_pass http://emojiart_images;
                 proxy_cache emojiart_images;
-                proxy_cache_key $uri$is_args$args;
+                proxy_cache_key $emojiart_image_key;
                 proxy_cache_lock on;
                 proxy_cache_lock_timeout 30s;
                 proxy_cache_use_stale error timeout updating http_502 http_503;
@@ -146,12 +201,14 @@ public struct EdgeConfiguration: Sendable, Hashable {
 
     /// A whole `nginx.conf` for nginx run as `nginx -p PREFIX -c FILE`: the `http` block, with a
     /// pid file and logs under `prefix`.
-    public func nginxConf(prefix: String, workers: Int = 2) -> String {
-        """
+    /// - Throws: ``UnusablePath`` when `prefix` is not usable in nginx's configuration.
+    public func nginxConf(prefix: String, workers: Int = 2) throws(UnusablePath) -> String {
+        guard Self.isUsableInConfiguration(prefix) else { throw UnusablePath(path: prefix) }
+        return """
         # Generated by emojiart (EdgeConfiguration): edit the template in Sources/EmojiArt/Cluster.
         worker_processes \(workers);
-        pid \(prefix)/nginx.pid;
-        error_log \(prefix)/error.log warn;
+        pid \(Self.quoted(prefix + "/nginx.pid"));
+        error_log \(Self.quoted(prefix + "/error.log")) warn;
         events { worker_connections 1024; }
         http {
             access_log off;
@@ -159,10 +216,10 @@ public struct EdgeConfiguration: Sendable, Hashable {
             tcp_nopush on;
             tcp_nodelay on;
             keepalive_requests 1000000;
-            client_body_temp_path \(cacheDirectory)/temp/client;
-            fastcgi_temp_path \(cacheDirectory)/temp/fastcgi;
-            uwsgi_temp_path \(cacheDirectory)/temp/uwsgi;
-            scgi_temp_path \(cacheDirectory)/temp/scgi;
+            client_body_temp_path \(Self.quoted(cacheDirectory + "/temp/client"));
+            fastcgi_temp_path \(Self.quoted(cacheDirectory + "/temp/fastcgi"));
+            uwsgi_temp_path \(Self.quoted(cacheDirectory + "/temp/uwsgi"));
+            scgi_temp_path \(Self.quoted(cacheDirectory + "/temp/scgi"));
         \(httpBlock.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "    " + $0 }.joined(separator: "\n"))
         }
 
