@@ -36,10 +36,11 @@ public struct EdgeConfiguration: Sendable, Hashable {
     public var cacheMegabytes: Int
 
     /// The one definition of what the edge keeps: an image route's request line in its own form,
-    /// the path and its own parameters (`v=`, 16 hex digits), as a PCRE pattern on
+    /// the path (the piece without leading zeros, so one piece has one key) and its own
+    /// parameters (`v=`, 16 hex digits), as a PCRE pattern on
     /// `$request_uri`. A request that matches is kept under that very URI; one that does not is
     /// passed on uncached. Add a route's new parameters here, nowhere else.
-    public static let cacheableImageRequest = #"^/(?:thumbs|large)/[0-9]{1,9}\?v=[0-9a-f]{16}$"#
+    public static let cacheableImageRequest = #"^/(?:thumbs|large)/(?:0|[1-9][0-9]{0,8})\?v=[0-9a-f]{16}$"#
 
     /// Whether `path` can go into nginx's configuration as a quoted string: absolute, and free of
     /// the quote, the backslash, `$` and control characters, which nginx would read as syntax.
