@@ -41,6 +41,12 @@ public struct FastLane: Sendable {
         /// Whether it is a `HEAD` (the lane sends the answer's head only).
         public var isHead: Bool { head.method == .HEAD }
 
+        /// The first value of the field `name` as sent, or `nil` when it was not sent: no copy
+        /// is made (the lane's checks of a field, such as `Host`, allocate nothing).
+        public func firstValue(of name: String) -> String? {
+            head.headers.first(name: name)
+        }
+
         /// The values of the field `name`, combined with ", " as HTTP allows for a list, or `nil`
         /// when it was not sent (HTTP types' combined value, which the routes read).
         public func field(_ name: String) -> String? {

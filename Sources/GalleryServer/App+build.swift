@@ -134,6 +134,7 @@ public enum Gallery {
         _ configuration: GalleryConfiguration, publication: Publication, metrics: GalleryMetrics
     ) throws -> (router: Router<BasicRequestContext>, gallery: GalleryController<BasicRequestContext>) {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(NoSniffMiddleware())
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
         let gallery = try GalleryController<BasicRequestContext>(
             publication: publication, metrics: metrics, faults: FaultInjector(configuration.faults),

@@ -42,7 +42,7 @@ struct AppCommand: AsyncParsableCommand {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
             trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
-            fastLane: server.fastLane
+            fastLane: server.fastLane, allowedHosts: answers.allowedHost
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -51,7 +51,8 @@ struct AppCommand: AsyncParsableCommand {
     }
 }
 
-/// `--http-cache`, shared by the commands that serve the web app.
+/// `--http-cache`, `--instance-name` and `--allowed-host`, shared by the commands that serve the
+/// web app.
 struct AnswerOptions: ParsableArguments {
     @Option(help: ArgumentHelp(
         "How browsers and proxies may cache image answers: revalidate (Cache-Control: no-cache; the browser asks every time and gets a 304, so the toolbar still counts), immutable (pages link /thumbs/N?v=HASH URLs served with max-age=31536000, immutable, for an edge cache or CDN; an outdated v= is redirected), or no-store. Every image answer has a strong ETag and answers If-None-Match with 304.",
@@ -61,6 +62,15 @@ struct AnswerOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("A name the toolbar shows: which instance a browser talks to when several run behind one address.", valueName: "name"))
     var instanceName: String?
+
+    @Option(help: ArgumentHelp("A host name people reach the app by, besides the --host address and localhost (repeatable), e.g. the name of a proxy in front. A request whose Host names any other host is answered 421 Misdirected Request, so a page at a name rebound to this address can neither read nor change the app.", valueName: "name"))
+    var allowedHost: [String] = []
+
+    func validate() throws {
+        for name in allowedHost where !AppConfiguration.isValidHostName(name) {
+            throw ValidationError("--allowed-host takes a host name or an IP address, without a scheme, port or path (e.g. emojiart.example), got \(name)")
+        }
+    }
 }
 
 extension HTTPCacheMode: ExpressibleByArgument {}

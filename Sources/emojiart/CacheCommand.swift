@@ -69,10 +69,20 @@ struct CacheCommand: AsyncParsableCommand {
         func run() async throws {
             let (clearMemory, clearDisk) = memory || disk ? (memory, disk) : (app != nil, true)
             if let app {
+                // The app answers 303 back to a page: that is the answer; following it would
+                // render the catalog (and start its prefetches) for nothing.
+                let client = HTTPClient(
+                    eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+                    configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(2)))
+                )
+                defer { _ = client.shutdown() }
                 for (wanted, path) in [(clearMemory, "/cache/clear-memory"), (clearDisk, "/cache/clear-disk")] where wanted {
                     var request = HTTPClientRequest(url: app + path)
                     request.method = .POST
-                    let response = try await HTTPImageFetcher.defaultClient.execute(request, timeout: .seconds(5))
+                    let response = try await client.execute(request, timeout: .seconds(5))
+                    guard response.status.code != 421 else {
+                        throw CommandFailure("\(app) does not answer to that host name (421): use the address it prints, or start it with --allowed-host NAME")
+                    }
                     guard response.status.code < 400 else { throw CommandFailure("\(app)\(path) answered \(response.status.code)") }
                     print("cleared \(path == "/cache/clear-memory" ? "memory" : "disk") cache of \(app)")
                 }

@@ -1,4 +1,5 @@
 """The EmojiArt web UI in a real headless Chromium, against real gallery and app processes."""
+import http.server
 import json
 import os
 import queue
@@ -85,10 +86,18 @@ def browser():
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000"]:
         options.add_argument(argument)
+    # The console's messages, read by csp_violations: the pages' policy allows no inline script or style.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
+
+
+def csp_violations(driver):
+    """The Content-Security-Policy violations the console reported since the last call (reading drains the log)."""
+    return [entry["message"] for entry in driver.get_log("browser")
+            if "Content Security Policy" in entry["message"] or "Content-Security-Policy" in entry["message"]]
 
 
 class Gallery:
@@ -208,6 +217,15 @@ def test_progress_then_catalog_then_details_then_caches(servers, browser):
     assert re.match(r"^\$[\d,]+\.\d\d$", browser.find_element(By.CSS_SELECTOR, ".card .price").text)
     os.makedirs(ARTIFACTS, exist_ok=True)
     browser.save_screenshot(os.path.join(ARTIFACTS, "list.png"))
+    assert csp_violations(browser) == [], "the loading page and the catalog ran under their policy"
+
+    # A thumbnail that fails to load gives way to the placeholder (the served script's doing, not an inline handler).
+    browser.execute_script("""
+        const box = document.querySelector('#catalog .thumb');
+        box.innerHTML = '<img src="/thumbs/9999" alt="gone" data-fallback="parent">';
+        box.id = 'broken';""")
+    WebDriverWait(browser, 30).until(lambda d: not d.find_elements(By.ID, "broken"))
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#catalog .card [data-placeholder]")) == 10
 
     # 3. A details page opens with the larger image.
     card = browser.find_element(By.CSS_SELECTOR, "#catalog .card[data-status='verified']")
@@ -218,6 +236,7 @@ def test_progress_then_catalog_then_details_then_caches(servers, browser):
     assert browser.find_element(By.ID, "name").text == name
     assert browser.execute_script("return document.getElementById('large').naturalHeight") == 600
     browser.save_screenshot(os.path.join(ARTIFACTS, "details.png"))
+    assert csp_violations(browser) == []
     browser.get(app_url)
     wait_for_catalog(browser)
 
@@ -237,3 +256,62 @@ def test_progress_then_catalog_then_details_then_caches(servers, browser):
     wait_for_catalog(browser)
     WebDriverWait(browser, 30).until(lambda d: counter(d, "origin-fetches") >= origin_before + 26)
     assert loaded_thumbnails(browser) == 78
+    assert csp_violations(browser) == [], "the clear buttons and the live counters ran under the policy"
+
+
+class AttackerPage(http.server.BaseHTTPRequestHandler):
+    """A page of another site: it posts a hidden form to the app as soon as it loads."""
+    target = None
+
+    def do_GET(self):
+        body = ("<!DOCTYPE html><html><body><form id='f' method='post' action='%s/cache/clear-disk'></form>"
+                "<script>document.getElementById('f').submit();</script></body></html>" % AttackerPage.target).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def app_json(app_url, path):
+    with urllib.request.urlopen(app_url + path, timeout=30) as response:
+        return response.read().decode()
+
+
+def test_a_page_of_another_site_cannot_clear_the_caches(servers, browser):
+    """localhost is another site than 127.0.0.1: its page's form reaches the app, which refuses it."""
+    app_url, gallery = servers
+    gallery.open()
+    browser.get(app_url)
+    wait_for_catalog(browser)
+    before = json.loads(app_json(app_url, "/stats"))
+    assert before["diskEntries"] > 0
+    csp_violations(browser)
+
+    AttackerPage.target = app_url.rstrip("/")
+    attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AttackerPage)
+    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    try:
+        browser.get("http://localhost:%d/" % attacker.server_address[1])
+        WebDriverWait(browser, 30).until(lambda d: d.current_url.startswith(AttackerPage.target + "/cache/clear-disk"))
+        WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "message"))
+    finally:
+        attacker.shutdown()
+        attacker.server_close()
+    assert "this request came from another site" in browser.page_source
+    # The disk cache is untouched (prefetches of the details images may still add to it, never take away) and the
+    # refusal is counted.
+    after = json.loads(app_json(app_url, "/stats"))
+    assert after["diskEntries"] >= before["diskEntries"], (before, after)
+    assert 'emojiart_refused_requests_total{reason="cross_site"} 1' in app_json(app_url, "/metrics")
+    assert csp_violations(browser) == [], "the refusal page runs under the policy too"
+    browser.save_screenshot(os.path.join(ARTIFACTS, "refused.png"))
+
+    # The app's own button still clears it.
+    browser.get(app_url)
+    wait_for_catalog(browser)
+    press(browser, "clear-disk")
+    assert json.loads(app_json(app_url, "/stats"))["diskEntries"] < before["diskEntries"]

@@ -1,6 +1,7 @@
 import Dispatch
 import EmojiArt
 import Foundation
+import ImageCache
 import GalleryServer
 import MessageSignatures
 import NIOCore
@@ -128,6 +129,34 @@ import TestSupport
             #expect(stats.output.contains("entries    53"), "26 originals, 26 thumbnails and the feed:\n\(stats.output)")
             let clear = try await run(["cache", "clear", "--cache-dir", cache.url.path])
             #expect(clear.status == 0 && clear.output.contains("cleared 53 entries"))
+        }
+    }
+
+    /// Not from a browser (no Origin, no Sec-Fetch-Site): the app's cross-site rule lets it through.
+    @Test func cacheClearWithAppClearsARunningApp() async throws {
+        try await withVerifiedApp { port, database, _ in
+            let before = await database.stats()
+            #expect(before.memoryEntries > 0 && before.diskEntries > 0)
+            let outcome = try await run(["cache", "clear", "--app", "http://127.0.0.1:\(port)"])
+            #expect(outcome.status == 0, "\(outcome.output)")
+            #expect(outcome.output.contains("cleared memory cache") && outcome.output.contains("cleared disk cache"), "\(outcome.output)")
+            let after = await database.stats()
+            #expect(after.memoryEntries == 0 && after.diskEntries == 0, "\(after.memoryEntries) in memory, \(after.diskEntries) on disk")
+        }
+    }
+
+    @Test func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
+        for command in [["app"], ["serve"]] {
+            let help = try await run(command + ["--help"])
+            #expect(help.output.contains("--allowed-host <name>"), "\(help.output)")
+        }
+        for name in ["http://emojiart.example", "emojiart.example:8080", "a/b"] {
+            let app = try await run(["app", "--gallery", "http://127.0.0.1:9", "--port", "0", "--allowed-host", name])
+            #expect(app.status != 0)
+            #expect(app.output.contains("--allowed-host takes a host name"), "\(app.output)")
+            let serve = try await run(["--port", "0", "--allowed-host", "emojiart.example", "--allowed-host", name])
+            #expect(serve.status != 0)
+            #expect(serve.output.contains("--allowed-host takes a host name"), "\(serve.output)")
         }
     }
 

@@ -70,12 +70,20 @@ import TestSupport
                 ("/thumbs/5", "GET", ["If-None-Match: ETAG"], true),
                 ("/thumbs/5", "GET", [#"If-None-Match: "other""#], true),
                 ("/thumbs/5", "HEAD", [], true),
+                // A host the app does not serve: the router's 421, never a memory hit.
+                ("/thumbs/5", "GET", ["Host: evil.example"], false),
+                ("/thumbs/5", "HEAD", ["Host: evil.example:80"], false),
+                ("/thumbs/5", "GET", ["Host: localhost:8080"], true),
+                ("/thumbs/5", "GET", ["Host: LOCALHOST."], true),
+                ("/thumbs/5", "GET", ["Host: 127.0.0.1.evil.example"], false),
                 ("/large/7", "HEAD", [], false),
                 ("/large/7", "GET", [], true),
                 ("/thumbs/9999", "GET", [], false),
                 ("/thumbs/9999", "HEAD", [], false),  // an error page's head, passed on: no body
                 ("/thumbs/10", "GET", [], false),  // every tenth piece is missing from the feed
-                ("/thumbs/5?x=1", "GET", [], false),
+                ("/thumbs/5?x=1", "GET", [], false),  // a parameter image URLs do not define: 400
+                ("/thumbs/5?v=1&x=1", "GET", [], false),
+                ("/thumbs/5?v=1&v=2", "GET", [], false),
                 ("/thumbs/5/", "GET", [], false),
             ]
             if mode == .immutable {
@@ -95,6 +103,9 @@ import TestSupport
                 #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
                 if etag.isEmpty { etag = try #require(viaRouter["etag"]) }
                 #expect(viaLane["date"] != nil && viaRouter["date"] != nil)
+                #expect(viaLane["x-content-type-options"] == "nosniff", "every answer, the lane's too: \(method) \(path) \(fields)")
+                if fields.first?.hasPrefix("Host: evil") == true { #expect(viaRouter.status == 421) }
+                if path.contains("x=1") || path.contains("&v=") { #expect(viaRouter.status == 400, "\(path)") }
                 if byLane { #expect(laneHits == 1 && plainHits == 1, "a lane answer counts its memory hit: \(method) \(path)") }
             }
             // The metrics route (passed on) shows the lane's hits with the router's.
@@ -166,7 +177,7 @@ import TestSupport
                 // Connection: close: its answer, then the end of the connection; nothing for a
                 // request pipelined after it.
                 let (status, after) = try await RawHTTPConnection.with(port: port) { connection in
-                    try await connection.send("GET /thumbs/5 HTTP/1.1\nHost: x\nConnection: close\n\nGET /thumbs/5 HTTP/1.1\nHost: x\n\n")
+                    try await connection.send("GET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\nConnection: close\n\nGET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\n\n")
                     return (try await connection.response()?.status, try await connection.closed())
                 }
                 #expect(status == 200 && after.isEmpty, "port \(port == twins.lanePort ? "with" : "without") the lane")

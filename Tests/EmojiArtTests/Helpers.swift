@@ -1,4 +1,6 @@
-import EmojiArt
+@testable import EmojiArt
+import FastLane
+import Hummingbird
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -49,4 +51,27 @@ let testGalleryTrust = GalleryTrust.pinned(fingerprint: testGalleryKey.fingerpri
 /// A model of the gallery at `galleryURL` that trusts the test galleries' key.
 func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8) -> EmojiArtModel {
     EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust)
+}
+
+/// A real app server on 127.0.0.1:0 (fast lane on) against a real gallery, after verification
+/// finished, with `allowedHosts` (`--allowed-host`).
+func withVerifiedApp(
+    allowedHosts: [String] = [], _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
+) async throws {
+    try await withGallery { galleryURL, database in
+        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, allowedHosts: allowedHosts)
+        let model = makeModel(galleryURL, database)
+        let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+        await model.loadAndVerify()
+        let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+        try await withLiveServer({ running in
+            Application(
+                responder: router.buildResponder(), server: .http1(fastLane: lane),
+                configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+                onServerRunning: { await running($0.localAddress?.port ?? 0) }
+            )
+        }) { port in
+            try await body(port, database, services)
+        }
+    }
 }

@@ -47,11 +47,12 @@ import Testing
         #expect(ok.status == .ok && ok.body == ByteBuffer(bytes: data))
         #expect(ok.headerFields.map { "\($0.name): \($0.value)" } == [
             "ETag: \"e\"", "Cache-Control: no-cache", "Content-Type: image/png", "Content-Length: 5",
+            "X-Content-Type-Options: nosniff",
         ])
         let versioned = prepared.answer(versioned: true, notModified: true)
         #expect(versioned.status == .notModified && versioned.body.readableBytes == 0)
         #expect(versioned.headerFields.map { "\($0.name): \($0.value)" } == [
-            "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable",
+            "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable", "X-Content-Type-Options: nosniff",
         ])
     }
 

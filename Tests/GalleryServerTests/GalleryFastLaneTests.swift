@@ -83,6 +83,8 @@ import TestSupport
                 let viaRouter = try await ask(plainPort, path, method: method, fields: fields)
                 let routerCounts = changes(from: middle, to: counters(metrics))
                 #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
+                // Images, 304s and errors alike: the content type is never to be guessed.
+                #expect(viaLane["x-content-type-options"] == "nosniff" && viaRouter["x-content-type-options"] == "nosniff", "\(method) \(path)")
                 #expect(laneCounts == routerCounts, "\(method) \(path) \(fields)")
                 #expect(!laneCounts.isEmpty, "every image request is counted: \(path)")
             }

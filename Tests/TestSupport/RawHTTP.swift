@@ -65,9 +65,12 @@ public final class RawHTTPConnection: @unchecked Sendable {
         try await writer.write(ByteBuffer(string: text.replacingOccurrences(of: "\n", with: "\r\n")))
     }
 
-    /// Sends `GET`s (or other requests) of `paths`, each with `fields`, in one write.
+    /// Sends `GET`s (or other requests) of `paths`, each with `fields`, in one write; with
+    /// `Host: 127.0.0.1` unless `fields` has a `Host` of its own.
     public func send(_ paths: [String], method: String = "GET", fields: [String] = []) async throws {
-        try await send(paths.map { "\(method) \($0) HTTP/1.1\nHost: 127.0.0.1\n" + fields.map { $0 + "\n" }.joined() + "\n" }.joined())
+        let hasHost = fields.contains { $0.lowercased().hasPrefix("host:") }
+        let host = hasHost ? "" : "Host: 127.0.0.1\n"
+        try await send(paths.map { "\(method) \($0) HTTP/1.1\n\(host)" + fields.map { $0 + "\n" }.joined() + "\n" }.joined())
     }
 
     /// Reads the next answer; `head` says the request was a `HEAD` (no body follows).

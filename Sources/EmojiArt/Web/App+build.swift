@@ -53,14 +53,17 @@ public enum EmojiArtApp {
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(database: database),
             httpCache: configuration.httpCache,
-            instanceName: configuration.instanceName
+            instanceName: configuration.instanceName,
+            allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(BrowserGuardMiddleware(services: services))
         router.middlewares.add(ErrorPageMiddleware(services: services))
         router.addRoutes(PageController(services: services).endpoints)
         router.addRoutes(ImageController(services: services).endpoints)
         router.addRoutes(EventsController(services: services).endpoints)
         router.addRoutes(OpsController(services: services).endpoints)
+        router.addRoutes(AssetsController<BasicRequestContext>().endpoints)
         return (router, services)
     }
 }

@@ -27,13 +27,17 @@ public struct AppConfiguration: Sendable {
     /// Answer memory hits of the image routes on the event loop (`FastLane`), byte for byte as
     /// the routes would; on by default. Off, every request goes through Hummingbird's router.
     public var fastLane: Bool
+    /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
+    /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
+    /// answered 421 (a page at a name rebound to this address must not read or change it).
+    public var allowedHosts: [String]
 
     /// Creates a configuration.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
         offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil,
-        fastLane: Bool = true
+        fastLane: Bool = true, allowedHosts: [String] = []
     ) {
         self.host = host
         self.port = port
@@ -46,5 +50,12 @@ public struct AppConfiguration: Sendable {
         self.httpCache = httpCache
         self.instanceName = instanceName
         self.fastLane = fastLane
+        self.allowedHosts = allowedHosts
+    }
+
+    /// Whether `name` can be given as an allowed host: a DNS name or an IP address (IPv6 with or
+    /// without brackets), without a scheme, port or path.
+    public static func isValidHostName(_ name: String) -> Bool {
+        AllowedHosts.split(name.utf8[...], portAllowed: false) != nil
     }
 }

@@ -27,6 +27,16 @@ final class AppMetrics: Sendable {
     private let stageCounters: [String: [String: Counter]]
     private let waitingOriginalBytes: Gauge
     private let signatureFailures = Mutex<(counters: [String: Counter], last: [String: Int])>(([:], [:]))
+    /// Requests refused at the edge of the app, by reason (see ``BrowserGuardMiddleware``).
+    private let refusedRequests: [RefusedRequest: Counter]
+
+    /// Why a request was refused before any route saw it.
+    enum RefusedRequest: String, CaseIterable {
+        /// Its `Host` is not a name the app serves (421).
+        case foreignHost = "foreign_host"
+        /// A state-changing request from another site's page (403).
+        case crossSite = "cross_site"
+    }
 
     init() {
         let registry = registry
@@ -77,6 +87,14 @@ final class AppMetrics: Sendable {
             })
         }
         waitingOriginalBytes = gauge("originals_waiting", unit: "bytes", "Bytes of originals waiting for their variant to be processed")
+        refusedRequests = Dictionary(uniqueKeysWithValues: RefusedRequest.allCases.map { reason in
+            (reason, counter("refused_requests", "Requests refused before any route: a Host the app does not serve, or a state-changing request from another site", labels: [("reason", reason.rawValue)]))
+        })
+    }
+
+    /// Counts a request refused for `reason`.
+    func refused(_ reason: RefusedRequest) {
+        refusedRequests[reason]?.increment()
     }
 
     /// The stages, as the `stage` label names them.

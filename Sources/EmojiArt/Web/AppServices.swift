@@ -18,6 +18,8 @@ struct AppServices: Sendable {
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.
     let instanceName: String?
+    /// The names in `Host` the app answers to.
+    let allowedHosts: AllowedHosts
     /// Each piece's variants as the image routes serve them: request, `v=`, ETag, answer.
     let variants = ServedVariants()
     /// The details variants prefetched so far, by cache key and the original's checksum: each

@@ -28,6 +28,7 @@ struct ImageController<Context: RequestContext>: Sendable {
     }
 
     func image(_ request: Request, _ context: Context, route: ImageRoute) async throws -> Response {
+        try Self.checkQuery(request)
         let piece = context.parameters.get("piece", as: Int.self)
         switch services.plan(route, piece: piece, version: request.uri.queryParameters.get("v").map { Substring($0) }) {
         case let .notFound(message):
@@ -48,11 +49,28 @@ struct ImageController<Context: RequestContext>: Sendable {
         }
     }
 
+    /// Refuses a query with a parameter image URLs do not define (all but one `v=`): each
+    /// distinct query would be a new entry in a cache in front (an edge keyed on the whole URL)
+    /// for the same image.
+    static func checkQuery(_ request: Request) throws {
+        var versions = 0
+        for (name, _) in request.uri.queryParameters {
+            guard name == "v" else {
+                throw HTTPError(.badRequest, message: "image URLs take no query parameter \"\(name.prefix(40))\": only v=, as the catalog's pages link them")
+            }
+            versions += 1
+        }
+        guard versions <= 1 else { throw HTTPError(.badRequest, message: "image URLs take one v=, not \(versions)") }
+    }
+
     /// The memory hits of both routes, answered on the event loop: the same plan and answer as
-    /// the routes, and `nil` (passed on to them) for anything else: a miss, a redirect, an
-    /// unknown piece, a query other than `v=`.
+    /// the routes, and `nil` (passed on to them) for anything else: a `Host` the app does not
+    /// serve (the router answers 421), a miss, a redirect, an unknown piece, a query other than
+    /// `v=` (the route answers 400 to one it does not define).
     var fastLane: FastLane.Responder {
         { [services] request in
+            // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
+            if let host = request.firstValue(of: "Host"), !services.allowedHosts.allows(host: host.utf8[...]) { return nil }
             guard let target = ImageRoute.parse(request.target),
                   case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version),
                   let image = services.database.memoryImage(for: plan.variant.request)

@@ -148,20 +148,42 @@ struct PageController<Context: RequestContext>: Sendable {
         }
     }
 
+    /// The policy every page carries: scripts, styles and images from the app itself only (no
+    /// inline script, style or handler), and no framing by any page.
+    static var contentSecurityPolicy: String { "default-src 'self'; frame-ancestors 'none'" }
+
+    /// A page: HTML with the policies every page carries (``contentSecurityPolicy``; the full
+    /// `Referer` only to the app's own pages, which ``back(_:)`` relies on).
     static func html(_ page: String, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
-            headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                .contentSecurityPolicy: contentSecurityPolicy, .referrerPolicy: "same-origin",
+            ],
             body: .init(byteBuffer: ByteBuffer(string: page))
         )
     }
 
-    /// 303 back to the page the form was on (same origin only), or home.
+    /// 303 back to the page the form was on, or home: only to a path of the app's own origin
+    /// (the `Referer` of the request's own `Host`) that starts with exactly one `/` (`//x` and
+    /// `/\x` are other hosts to a browser).
     static func back(_ request: Request) -> Response {
         var target = "/"
-        if let referer = request.headers[.referer], let url = URLComponents(string: referer), !url.path.isEmpty {
-            target = url.path
+        if let referer = request.headers[.referer], let authority = request.head.authority,
+           let url = URLComponents(string: referer), let scheme = url.scheme, let host = url.percentEncodedHost,
+           url.user == nil, url.password == nil,
+           AllowedHosts.isSameOrigin("\(scheme)://\(Self.bracketed(host))\(url.port.map { ":\($0)" } ?? "")"[...], as: authority[...]) {
+            let path = url.percentEncodedPath.utf8
+            if path.first == UInt8(ascii: "/"), path.dropFirst().first != UInt8(ascii: "/"), path.dropFirst().first != UInt8(ascii: "\\") {
+                target = url.percentEncodedPath
+            }
         }
         return Response(status: .seeOther, headers: [.location: target])
+    }
+
+    /// An IPv6 address in brackets, as an authority writes it (Foundation may give it bare).
+    static func bracketed(_ host: String) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
     }
 }

@@ -135,15 +135,18 @@ final class PreparedAnswer: Sendable {
         self.etag = etag
         body = ByteBuffer(bytes: image.data)
         func heads(_ cacheControl: String) -> Heads {
-            // In this order, the order the route has always sent.
+            // In this order, the order the route has always sent; `nosniff` last, where the
+            // router's middleware adds it to every answer (see `BrowserGuardMiddleware`).
             let validators = [HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl)]
+            let noSniff = HTTPField(name: .xContentTypeOptions, value: "nosniff")
             let ok = HTTPFields(validators + [
                 HTTPField(name: .contentType, value: image.contentType),
                 HTTPField(name: .contentLength, value: String(image.data.count)),
+                noSniff,
             ])
             return Heads(
                 ok: FastLane.Head(status: .ok, headerFields: ok),
-                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(validators))
+                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(validators + [noSniff]))
             )
         }
         plain = heads(cacheControl.plain)

@@ -130,6 +130,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
             HTTPField(name: .cacheControl, value: cacheControl),
             HTTPField(name: .lastModified, value: edition.lastModified[number]),
             HTTPField(name: .contentDigest, value: edition.imageDigests[number]),
+            HTTPField(name: .xContentTypeOptions, value: "nosniff"),
         ]
     }
 

@@ -1,0 +1,251 @@
+@testable import EmojiArt
+import FastLane
+import Foundation
+import Hummingbird
+import ImageCache
+import Testing
+import TestSupport
+
+/// What a web page in the same browser can do to the app, asked of a real app server (fast lane
+/// on) over raw connections, field by field as a browser would send them: state-changing requests
+/// only from the app's own pages, only the app's host names, a `back()` that stays home, and the
+/// headers that tell the browser to sniff nothing, run no inline script and frame nothing.
+@Suite(.timeLimit(.minutes(3))) struct BrowserBoundaryTests {
+    struct Server {
+        let port: Int
+        let database: ImageDatabase
+        let metrics: AppMetrics
+    }
+
+    /// An app bound to 127.0.0.1 with `emojiart.example` and `::1` allowed, verified and serving.
+    func withServer(_ body: (Server) async throws -> Void) async throws {
+        try await withVerifiedApp(allowedHosts: ["emojiart.example", "::1"]) { port, database, services in
+            try await body(Server(port: port, database: database, metrics: services.metrics))
+        }
+    }
+
+    func ask(_ port: Int, _ path: String, method: String = "GET", fields: [String] = []) async throws -> RawHTTPResponse {
+        try await RawHTTPConnection.with(port: port) { connection in
+            try await connection.send([path], method: method, fields: fields)
+            return try #require(try await connection.response(head: method == "HEAD"))
+        }
+    }
+
+    func metric(_ server: Server, _ line: String) async throws -> Bool {
+        String(decoding: try await ask(server.port, "/metrics").body, as: UTF8.self).contains(line)
+    }
+
+    /// (fields, refused?) of a `POST /cache/clear-disk`; `PORT` stands for the app's port.
+    static let posts: [([String], Bool)] = [
+        ([], false),  // not from a browser: `emojiart cache clear --app`, curl
+        (["Host: 127.0.0.1:PORT"], false),
+        (["Host: 127.0.0.1:PORT", "Origin: https://evil.example"], true),
+        (["Host: 127.0.0.1:PORT", "Origin: null"], true),
+        (["Host: 127.0.0.1:PORT", "Origin: http://localhost:PORT"], true),  // another site
+        (["Host: 127.0.0.1:PORT", "Origin: http://127.0.0.1:1"], true),  // another origin of the same site
+        (["Host: 127.0.0.1:PORT", "Origin: http://127.0.0.1:PORT"], false),
+        (["Host: 127.0.0.1:PORT", "Origin: http://127.0.0.1:PORT", "Sec-Fetch-Site: same-origin"], false),
+        (["Host: 127.0.0.1:PORT", "Origin: https://evil.example", "Sec-Fetch-Site: same-origin"], true),
+        (["Host: 127.0.0.1:PORT", "Sec-Fetch-Site: cross-site"], true),
+        (["Host: 127.0.0.1:PORT", "Sec-Fetch-Site: same-site"], true),  // two ports of one address are one site
+        (["Host: 127.0.0.1:PORT", "Sec-Fetch-Site: same-origin"], false),
+        (["Host: 127.0.0.1:PORT", "Sec-Fetch-Site: none"], false),  // typed by the person, a bookmark
+        (["Host: 127.0.0.1:PORT", "Sec-Fetch-Site: cross-site", "Origin: http://127.0.0.1:PORT"], true),
+        (["Host: localhost:PORT", "Origin: http://localhost:PORT", "Sec-Fetch-Site: same-origin"], false),
+        // Behind a proxy that ends TLS: the Host has no port, the origin the scheme's default.
+        (["Host: emojiart.example", "Origin: https://emojiart.example", "Sec-Fetch-Site: same-origin"], false),
+        (["Host: emojiart.example", "Origin: https://emojiart.example:8443"], true),
+        (["Host: [::1]:PORT", "Origin: http://[::1]:PORT", "Sec-Fetch-Site: same-origin"], false),
+        (["Host: [::1]:PORT", "Origin: http://[::2]:PORT"], true),
+    ]
+
+    @Test func stateChangingRequestsOnlyFromTheAppsOwnPages() async throws {
+        try await withServer { (server: Server) async throws in
+            var refusals = 0
+            for (template, refused) in Self.posts {
+                let fields = template.map { $0.replacingOccurrences(of: "PORT", with: "\(server.port)") }
+                let entries = await server.database.stats().diskEntries
+                #expect(entries > 0, "the disk cache holds the verified originals")
+                let answer = try await ask(server.port, "/cache/clear-disk", method: "POST", fields: fields)
+                if refused {
+                    refusals += 1
+                    #expect(answer.status == 403, "\(fields)")
+                    #expect(answer["content-type"]?.hasPrefix("text/html") == true)
+                    #expect(String(decoding: answer.body, as: UTF8.self).contains("this request came from another site"), "a page that says why")
+                    #expect(await server.database.stats().diskEntries == entries, "\(fields): the disk cache is untouched")
+                } else {
+                    #expect(answer.status == 303, "\(fields): \(answer)")
+                    #expect(await server.database.stats().diskEntries == 0, "\(fields): the disk cache is cleared")
+                    // Filled again for the next case: a thumbnail made from an original fetched anew.
+                    await server.database.clearMemory()
+                    #expect(try await ask(server.port, "/thumbs/5").status == 200)
+                }
+            }
+            #expect(try await metric(server, #"emojiart_refused_requests_total{reason="cross_site"} \#(refusals)"#))
+        }
+    }
+
+    @Test func retryAndClearMemoryAreGuardedToo() async throws {
+        try await withServer { (server: Server) async throws in
+            let cross = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: cross-site"]
+            #expect(await server.database.stats().memoryEntries > 0)
+            #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: cross).status == 403)
+            #expect(await server.database.stats().memoryEntries > 0)
+            #expect(try await ask(server.port, "/retry", method: "POST", fields: cross).status == 403)
+            let same = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: same-origin", "Origin: http://127.0.0.1:\(server.port)"]
+            #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: same).status == 303)
+            #expect(await server.database.stats().memoryEntries == 0)
+        }
+    }
+
+    /// Every route answers 421 to a host name the app does not serve: pages, JSON, metrics,
+    /// images (memory hits of the fast lane included), scripts, actions.
+    @Test(arguments: ["evil.example", "evil.example:PORT", "127.0.0.1.evil.example", "localhost.evil.example", "[::2]:PORT", "::1", "127.0.0.1:PORT/x", ""])
+    func aHostTheAppDoesNotServeIs421(host: String) async throws {
+        try await withServer { (server: Server) async throws in
+            let field = "Host: " + host.replacingOccurrences(of: "PORT", with: "\(server.port)")
+            #expect(try await ask(server.port, "/thumbs/5").status == 200)  // a memory hit now
+            let entries = await server.database.stats().diskEntries
+            for (path, method) in [("/", "GET"), ("/pieces/4", "GET"), ("/stats", "GET"), ("/metrics", "GET"), ("/health", "GET"),
+                                   ("/events", "GET"), ("/thumbs/5", "GET"), ("/thumbs/5", "HEAD"), ("/large/5", "GET"),
+                                   ("/assets/app.js", "GET"), ("/nowhere", "GET"), ("/cache/clear-disk", "POST")] {
+                let answer = try await ask(server.port, path, method: method, fields: [field])
+                #expect(answer.status == 421, "\(method) \(path) with \(field)")
+                #expect(answer["x-content-type-options"] == "nosniff")
+            }
+            #expect(await server.database.stats().diskEntries == entries)
+            #expect(try await metric(server, #"emojiart_refused_requests_total{reason="foreign_host"} 12"#))
+        }
+    }
+
+    @Test(arguments: ["127.0.0.1", "127.0.0.1:PORT", "localhost", "LocalHost:PORT", "localhost.", "emojiart.example", "EMOJIART.example:443", "[::1]:PORT", "[::1]"])
+    func theAppsOwnHostsAreServed(host: String) async throws {
+        try await withServer { (server: Server) async throws in
+            let field = "Host: " + host.replacingOccurrences(of: "PORT", with: "\(server.port)")
+            for path in ["/", "/stats", "/thumbs/5", "/thumbs/5"] {
+                #expect(try await ask(server.port, path, fields: [field]).status == 200, "\(path) with \(field)")
+            }
+        }
+    }
+
+    /// `back()` sends the person to the page the form was on only when it is one of the app's own.
+    @Test func backStaysOnTheAppsOwnPages() async throws {
+        try await withServer { (server: Server) async throws in
+            let own = "http://127.0.0.1:\(server.port)"
+            let cases: [(String, String)] = [
+                ("\(own)/pieces/3", "/pieces/3"),
+                ("\(own)/", "/"),
+                ("https://evil.example/%2Fevil.example/landing", "/"),
+                ("https://evil.example/pieces/3", "/"),
+                ("http://localhost:\(server.port)/pieces/3", "/"),  // another origin than the request's Host
+                ("http://127.0.0.1:1/pieces/3", "/"),
+                ("\(own)//evil.example/landing", "/"),
+                ("\(own)/%2Fevil.example/landing", "/%2Fevil.example/landing"),  // one slash: a path here
+                ("http://user@127.0.0.1:\(server.port)/pieces/3", "/"),
+                ("/pieces/3", "/"),
+                ("not a url", "/"),
+            ]
+            for (referer, location) in cases {
+                let fields = ["Host: 127.0.0.1:\(server.port)", "Referer: \(referer)"]
+                let answer = try await ask(server.port, "/cache/clear-memory", method: "POST", fields: fields)
+                #expect(answer.status == 303)
+                #expect(answer["location"] == location, "Referer: \(referer)")
+            }
+        }
+    }
+
+    /// Every answer says nosniff; every page carries the policy (no inline script or style
+    /// allowed, no framing) and sends the full Referer only to the app itself; no page has an
+    /// inline script, style or event handler that the policy would block.
+    @Test func securityHeadersOnEveryAnswer() async throws {
+        try await withServer { (server: Server) async throws in
+            let etag = try #require(try await ask(server.port, "/thumbs/5")["etag"])
+            let pages = ["/", "/pieces/4", "/pieces/500", "/nowhere"]
+            for path in pages {
+                let answer = try await ask(server.port, path)
+                #expect(answer["content-security-policy"] == "default-src 'self'; frame-ancestors 'none'", "\(path)")
+                #expect(answer["referrer-policy"] == "same-origin", "\(path)")
+                #expect(answer["x-content-type-options"] == "nosniff", "\(path)")
+                let html = String(decoding: answer.body, as: UTF8.self)
+                #expect(html.contains("<script src=\"/assets/app.js\"></script>"), "\(path)")
+                #expect(html.range(of: #"<script(?![^>]*\bsrc=)"#, options: .regularExpression) == nil, "an inline script in \(path)")
+                #expect(html.range(of: #"<style|\sstyle=|\son[a-z]+="#, options: [.regularExpression, .caseInsensitive]) == nil, "inline style or handler in \(path)")
+            }
+            let forbidden = try await ask(server.port, "/cache/clear-disk", method: "POST", fields: ["Host: 127.0.0.1", "Origin: https://evil.example"])
+            #expect(forbidden.status == 403 && forbidden["content-security-policy"] != nil && forbidden["referrer-policy"] == "same-origin")
+            let others: [(String, [String], Int)] = [
+                ("/thumbs/5", [], 200), ("/thumbs/5", ["If-None-Match: \(etag)"], 304), ("/large/5", [], 200),
+                ("/thumbs/9999", [], 404), ("/thumbs/5?x=1", [], 400), ("/stats", [], 200), ("/metrics", [], 200),
+                ("/health", [], 200), ("/assets/app.js", [], 200), ("/assets/app.css", [], 200),
+            ]
+            for (path, fields, status) in others {
+                let answer = try await ask(server.port, path, fields: fields)
+                #expect(answer.status == status, "\(path) \(fields)")
+                #expect(answer["x-content-type-options"] == "nosniff", "\(path) \(fields)")
+            }
+            let script = try await ask(server.port, "/assets/app.js")
+            #expect(script["content-type"] == "text/javascript; charset=utf-8")
+            #expect(String(decoding: script.body, as: UTF8.self).contains("new EventSource(\"/events\")"))
+            let revalidated = try await ask(server.port, "/assets/app.css", fields: ["If-None-Match: \(try #require(script["etag"]))"])
+            #expect(revalidated.status == 200, "another file's ETag")
+            let css = try await ask(server.port, "/assets/app.css")
+            #expect(try await ask(server.port, "/assets/app.css", fields: ["If-None-Match: \(try #require(css["etag"]))"]).status == 304)
+        }
+    }
+
+    /// Image URLs take only what they define (`v=`, once): any other query would be a new entry
+    /// in a cache in front for the same image.
+    @Test(arguments: ["/thumbs/5?x=1", "/large/5?x", "/thumbs/5?v=1&x=2", "/thumbs/5?v=1&v=2", "/thumbs/9999?x=1", "/large/5?V=1"])
+    func imageURLsWithUndefinedParametersAre400(path: String) async throws {
+        try await withServer { (server: Server) async throws in
+            let answer = try await ask(server.port, path)
+            #expect(answer.status == 400, "\(path)")
+            #expect(answer["content-type"]?.hasPrefix("application/json") == true)
+            #expect(String(decoding: answer.body, as: UTF8.self).contains("v="), "says what image URLs take")
+            #expect(try await ask(server.port, "/thumbs/5?v=1").status == 200, "v= is defined (ignored outside immutable mode)")
+            #expect(try await ask(server.port, "/thumbs/5?").status == 200, "an empty query names no parameter")
+        }
+    }
+}
+
+/// ``AllowedHosts`` case by case: what the fast lane and the middleware compare.
+@Suite struct AllowedHostsTests {
+    @Test func hostsServed() {
+        let loopback = AllowedHosts(bound: "127.0.0.1", extra: ["Emojiart.Example."])
+        let allowed = ["127.0.0.1", "127.0.0.1:8080", "localhost", "LOCALHOST:1", "localhost.", "emojiart.example", "emojiart.example:443"]
+        let refused = ["evil.example", "127.0.0.2", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:123456", "127.0.0.1:x", "[127.0.0.1]",
+                       "localhost:80:80", "user@localhost", "localhost/x", "", ":80", "[::1]", "emojiart.example.evil", "xlocalhost", "local host"]
+        for host in allowed { #expect(loopback.allows(host: host.utf8[...]), "\(host)") }
+        for host in refused { #expect(!loopback.allows(host: host.utf8[...]), "\(host)") }
+
+        let v6 = AllowedHosts(bound: "::1")
+        for host in ["[::1]", "[::1]:8080", "localhost"] { #expect(v6.allows(host: host.utf8[...]), "\(host)") }
+        for host in ["::1", "[::1", "[::2]:8080", "127.0.0.1", "[::1]x"] { #expect(!v6.allows(host: host.utf8[...]), "\(host)") }
+
+        // Bound to every address: any address, no other name.
+        let any = AllowedHosts(bound: "0.0.0.0", extra: ["edge.example"])
+        for host in ["10.1.2.3:8080", "[fe80::1]", "localhost", "edge.example"] { #expect(any.allows(host: host.utf8[...]), "\(host)") }
+        for host in ["evil.example", "10.1.2.3.evil.example"] { #expect(!any.allows(host: host.utf8[...]), "\(host)") }
+    }
+
+    @Test func sameOrigin() {
+        let same: [(String, String)] = [
+            ("http://127.0.0.1:8080", "127.0.0.1:8080"), ("http://LOCALHOST:8080", "localhost:8080"), ("http://a.example", "a.example"),
+            ("https://a.example", "a.example"), ("http://a.example:80", "a.example"), ("http://[::1]:8080", "[::1]:8080"),
+        ]
+        let other: [(String, String)] = [
+            ("http://127.0.0.1:8081", "127.0.0.1:8080"), ("http://localhost:8080", "127.0.0.1:8080"), ("null", "a.example"),
+            ("https://a.example:444", "a.example"), ("ftp://a.example", "a.example"), ("http://a.example", "a.example:8080"),
+            ("http://a.example.evil", "a.example"), ("http://a.example/path", "a.example"), ("http://", "a.example"), ("", ""),
+        ]
+        for (origin, host) in same { #expect(AllowedHosts.isSameOrigin(origin[...], as: host[...]), "\(origin) for \(host)") }
+        for (origin, host) in other { #expect(!AllowedHosts.isSameOrigin(origin[...], as: host[...]), "\(origin) for \(host)") }
+    }
+
+    @Test func namesTheCommandLineAccepts() {
+        for name in ["emojiart.example", "10.0.0.1", "::1", "[::1]", "localhost"] { #expect(AppConfiguration.isValidHostName(name), "\(name)") }
+        for name in ["http://emojiart.example", "emojiart.example:8080", "a/b", "", "a b", "[::1]:80"] {
+            #expect(!AppConfiguration.isValidHostName(name), "\(name)")
+        }
+    }
+}
