@@ -102,6 +102,8 @@ struct ClusterCommand: AsyncParsableCommand {
                 "app", "--port", "\(instancePort)", "--gallery", "http://127.0.0.1:\(edge.shieldPort)",
                 "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
+                // The edge passes on the Host people open it by: its own address.
+                "--allowed-host", edge.host,
             ]
             app.standardOutput = FileHandle.nullDevice
             do {

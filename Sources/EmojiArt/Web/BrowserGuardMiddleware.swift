@@ -37,7 +37,7 @@ struct BrowserGuardMiddleware<Context: RequestContext>: RouterMiddleware {
         } else {
             do {
                 response = try await next(request, context)
-            } catch let error as HTTPResponseError {
+            } catch let error as any HTTPResponseError {
                 response = try error.response(from: request, context: context)
             } catch {
                 context.logger.error("unhandled error: \(error)")
