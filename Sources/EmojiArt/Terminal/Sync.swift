@@ -123,6 +123,14 @@ public enum TerminalText {
         for problem in report.problems where problem.status != .missing && listed.insert(problem.file.url).inserted {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
         }
+        // The pieces the gallery does not have, each once (the feed lists a piece three times).
+        var missing: [String] = []
+        for problem in report.problems where problem.status == .missing && listed.insert(problem.file.url).inserted {
+            missing.append(problem.file.url)
+        }
+        if !missing.isEmpty {
+            lines.append("missing from the gallery (404, expected): " + missing.joined(separator: ", "))
+        }
         switch report.feedOrigin {
         case let .galleryUnreachable(reason):
             lines.append("the gallery is unreachable (\(reason)): the catalog and images came from the cache")
