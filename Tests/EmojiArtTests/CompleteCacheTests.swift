@@ -15,8 +15,8 @@ import TestSupport
 
     /// The value of a summary row, e.g. `origin fetches  29`.
     static func row(_ name: String, in output: String) -> Int? {
-        for line in output.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Int(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces))
+        for line in output.split(separator: "\n") where line.hasPrefix(name + "  ") {
+            if let value = Int(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces)) { return value }
         }
         return nil
     }

@@ -124,12 +124,13 @@ public enum TerminalText {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
         }
         // The pieces the gallery does not have, each once (the feed lists a piece three times).
-        var missing: [String] = []
+        var missing: [ImageFile] = []
         for problem in report.problems where problem.status == .missing && listed.insert(problem.file.url).inserted {
-            missing.append(problem.file.url)
+            missing.append(problem.file)
         }
+        missing.sort { ($0.pieceNumber ?? .max, $0.url) < ($1.pieceNumber ?? .max, $1.url) }
         if !missing.isEmpty {
-            lines.append("missing from the gallery (404, expected): " + missing.joined(separator: ", "))
+            lines.append("missing from the gallery (404, expected): " + missing.map(\.url).joined(separator: ", "))
         }
         switch report.feedOrigin {
         case let .galleryUnreachable(reason):
