@@ -45,7 +45,7 @@ bench:
 	$(SWIFT) build -c release --product emojiart
 	.build/release/emojiart-bench $(ARGS)
 
-## make fuzz: the disk entry decoder under libFuzzer for SECONDS (default 60).
+## make fuzz: the disk entry decoder, and the uses of what it decodes, under libFuzzer for SECONDS (default 60).
 fuzz: bootstrap
 	scripts/fuzz $(SECONDS)
 

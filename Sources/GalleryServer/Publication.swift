@@ -113,7 +113,7 @@ public actor Publication {
 
     /// The pieces revision `revision` changes: ``piecesPerRevision`` distinct served pieces.
     static func pieces(revisedIn revision: Int, seed: UInt64, catalog: ArtCatalog = .book) -> [Int] {
-        var random = SeededRandom(seed: seed ^ (UInt64(revision) &* 0xD1B5_4A32_D192_ED03))
+        var random = SeededRandom(seed: seed ^ (UInt64(truncatingIfNeeded: revision) &* 0xD1B5_4A32_D192_ED03))
         return Array(catalog.served.shuffled(using: &random).prefix(piecesPerRevision)).sorted()
     }
 }

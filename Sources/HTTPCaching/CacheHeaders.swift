@@ -93,12 +93,15 @@ public struct CacheHeaders: Sendable, Hashable {
     public var conditionalFields: [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = []
         if let etag { fields.append(("If-None-Match", etag)) }
-        if let lastModified { fields.append(("If-Modified-Since", HTTPDate.format(lastModified))) }
+        // A date no IMF-fixdate can carry (read from a damaged store) is not sent.
+        if let lastModified, HTTPDate.isRepresentable(lastModified) {
+            fields.append(("If-Modified-Since", HTTPDate.format(lastModified)))
+        }
         return fields
     }
 
     /// Whether a request can be made conditional on this response.
-    public var hasValidators: Bool { etag != nil || lastModified != nil }
+    public var hasValidators: Bool { etag != nil || lastModified.map(HTTPDate.isRepresentable) == true }
 
     /// Freshness at `now`, by RFC 9111 section 4.2 for a private cache.
     public func freshness(at now: Date) -> Freshness {

@@ -12,9 +12,29 @@ public enum HTTPDate {
     private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
+    /// The first second an IMF-fixdate can carry: 0001-01-01T00:00:00Z, in seconds since 1970.
+    public static let earliest: TimeInterval = -62_135_596_800
+    /// The last second an IMF-fixdate can carry: 9999-12-31T23:59:59Z, in seconds since 1970.
+    public static let latest: TimeInterval = 253_402_300_799
+
+    /// Whether `date` lies within the years 1 to 9999, the dates an IMF-fixdate can carry
+    /// (its year has four digits). `false` for NaN.
+    public static func isRepresentable(_ date: Date) -> Bool {
+        let seconds = date.timeIntervalSince1970
+        return seconds >= earliest && seconds < latest + 1
+    }
+
     /// Formats `date` as an IMF-fixdate, truncated to the second.
+    ///
+    /// Total: a date before year 1 is written as the first second of year 1, one after year
+    /// 9999 (or NaN, which is no moment at all) as the last second of 9999, so no value read
+    /// from a file or a clock can trap here. Callers that must not send such a date check
+    /// ``isRepresentable(_:)`` first.
     public static func format(_ date: Date) -> String {
-        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let interval = date.timeIntervalSince1970
+        // Compared as Doubles before any conversion: Int64(x) traps outside its range.
+        let clamped = interval >= earliest ? (interval <= latest ? interval : latest) : (interval.isNaN ? latest : earliest)
+        let seconds = Int64(clamped.rounded(.down))
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civil(fromDays: days)

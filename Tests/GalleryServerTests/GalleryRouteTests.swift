@@ -72,10 +72,15 @@ import TestSupport
     @Test(arguments: [0, 10, 20])
     func missingPiecesAnswerA404WithJSON(piece: Int) async throws {
         try await gallery().test(.router) { client in
+            let imageCacheControl = try await client.execute(uri: "/gallery/image?1", method: .get) { $0.headers[.cacheControl] }
             try await client.execute(uri: "/gallery/image?\(piece)", method: .get) { response in
                 #expect(response.status == .notFound)
                 let body = String(buffer: response.body)
                 #expect(body.contains("\"error\"") && body.contains("missing"))
+                // The images' own lifetime: a cache remembers the piece is missing as long as it
+                // keeps a piece it has.
+                #expect(imageCacheControl != nil)
+                #expect(response.headers[.cacheControl] == imageCacheControl)
             }
         }
     }

@@ -40,3 +40,35 @@ import Testing
         #expect(!ConditionalRequest.notModified(ifNoneMatch: nil, ifModifiedSince: "garbage", etag: etag, lastModified: modified))
     }
 }
+
+/// `HTTPDate.format` is total: a date no IMF-fixdate can carry (read from a damaged store) is held
+/// to the years 1 to 9999 instead of trapping in an integer conversion, and a request is never made
+/// conditional on one.
+@Suite struct HTTPDateRangeTests {
+    @Test func formatIsTotal() {
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 1e19)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: .infinity)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: .nan)) == "Fri, 31 Dec 9999 23:59:59 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: -1e19)) == "Mon, 01 Jan 0001 00:00:00 GMT")
+        #expect(HTTPDate.format(.distantPast) == "Mon, 01 Jan 0001 00:00:00 GMT")
+        #expect(HTTPDate.parse(HTTPDate.format(Date(timeIntervalSince1970: HTTPDate.latest)))?.timeIntervalSince1970 == HTTPDate.latest)
+        #expect(HTTPDate.parse(HTTPDate.format(Date(timeIntervalSince1970: HTTPDate.earliest)))?.timeIntervalSince1970 == HTTPDate.earliest)
+    }
+
+    @Test func representableIsTheYears1To9999() {
+        #expect(HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.earliest)))
+        #expect(HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.latest + 0.5)))
+        #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.latest + 1)))
+        #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.earliest - 1)))
+        #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: .nan)))
+    }
+
+    @Test func aLastModifiedNoHTTPDateCanCarryIsNotSent() {
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        var headers = CacheHeaders(etag: "\"e\"", lastModified: Date(timeIntervalSince1970: 1e19), requestTime: at, responseTime: at)
+        #expect(headers.conditionalFields.map(\.name) == ["If-None-Match"])
+        headers.etag = nil
+        #expect(headers.conditionalFields.isEmpty)
+        #expect(!headers.hasValidators)
+    }
+}

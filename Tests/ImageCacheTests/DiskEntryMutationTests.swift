@@ -184,7 +184,13 @@ import Testing
         #expect(decode(negative) == .failure(.badMetadata("a cache duration of \(Int64(bitPattern: 0xF0F0_F0F0_F0F0_F0F0)) s")))
         var infinite = good
         withUnsafeBytes(of: Double.infinity.bitPattern.littleEndian) { infinite.replaceSubrange(44..<52, with: $0) }
-        #expect(decode(infinite) == .failure(.badMetadata("an infinite date")))
+        #expect(decode(infinite) == .failure(.badMetadata("a date of inf s since 1970, outside the years 1 to 9999")))
+        // Finite, but past year 9999 or before year 1: HTTPDate.format and freshness could not use it.
+        for seconds in [1e19, -1e19, HTTPDate.latest + 1, HTTPDate.earliest - 1] {
+            var far = good
+            withUnsafeBytes(of: seconds.bitPattern.littleEndian) { far.replaceSubrange(52..<60, with: $0) }
+            #expect(decode(far) == .failure(.badMetadata("a date of \(seconds) s since 1970, outside the years 1 to 9999")))
+        }
         var timeless = good
         withUnsafeBytes(of: Double.nan.bitPattern.littleEndian) { timeless.replaceSubrange(76..<84, with: $0) }
         #expect(decode(timeless) == .failure(.badMetadata("a cache header record without its exchange's times")))

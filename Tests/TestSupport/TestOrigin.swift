@@ -16,6 +16,8 @@ public final class TestOrigin: Sendable {
         case image([UInt8], contentType: String = "image/png")
         /// This status with a short JSON body.
         case status(Int)
+        /// This status with a short JSON body and this `Cache-Control` (a 404 with a lifetime).
+        case statusWithCacheControl(Int, String)
         /// Answers 200 with these bytes once `gate` opens: a server that does not answer until
         /// the test lets it.
         case held(Gate, [UInt8])
@@ -98,6 +100,11 @@ public final class TestOrigin: Sendable {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
             case let .status(code):
                 return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\(code)}")))
+            case let .statusWithCacheControl(code, cacheControl):
+                return Response(
+                    status: .init(code: code), headers: [.cacheControl: cacheControl],
+                    body: .init(byteBuffer: ByteBuffer(string: "{\"error\":\(code)}"))
+                )
             case let .held(gate, bytes):
                 try await gate.pass()
                 var headers: HTTPFields = [.contentType: "image/png", .eTag: Self.etag(bytes)]

@@ -17,6 +17,30 @@ public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
         self.checksum = checksum
     }
 
+    /// The prices a feed entry may carry, in dollars: finite, not negative, at most a million.
+    /// A feed read from a file or the network with another price does not decode.
+    public static let priceRange: ClosedRange<Double> = 0...1_000_000
+
+    private enum CodingKeys: String, CodingKey {
+        case name, url, price, checksum
+    }
+
+    /// Decodes an entry, refusing a price outside ``priceRange`` (NaN, infinite, negative or
+    /// absurd) with a `DecodingError` that names it: nothing downstream has to fear it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        url = try container.decode(String.self, forKey: .url)
+        checksum = try container.decode(String.self, forKey: .checksum)
+        price = try container.decode(Double.self, forKey: .price)
+        guard Self.priceRange.contains(price) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .price, in: container,
+                debugDescription: "the price of \(url) is \(price), not an amount within 0...1000000 dollars"
+            )
+        }
+    }
+
     /// The URL identifies the piece; the feed lists each piece three times.
     public var id: String { url }
 
@@ -27,7 +51,9 @@ public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
 
     /// The price as money: "$1,234.50".
     public var formattedPrice: String {
-        let cents = Int((price * 100).rounded())
+        // Held to priceRange first (NaN to 0): Int(x) of an unchecked Double traps.
+        let amount = price >= Self.priceRange.lowerBound ? min(price, Self.priceRange.upperBound) : Self.priceRange.lowerBound
+        let cents = Int((amount * 100).rounded())
         let dollars = String(cents / 100)
         var grouped = ""
         for (offset, digit) in dollars.reversed().enumerated() {

@@ -75,13 +75,22 @@ public struct Sync: Sendable {
 public enum TerminalText {
     /// `[██████░░░░░░]  45/87  52%` for a TTY.
     public static func bar(_ progress: VerificationProgress, width: Int = 30) -> String {
-        let filled = Int((progress.fraction * Double(width)).rounded(.down))
+        let width = max(0, width)
+        // Held to 0...1 (NaN to 0) before any conversion: counts from elsewhere cannot trap here.
+        let fraction = progress.fraction >= 0 ? min(progress.fraction, 1) : 0
+        let filled = Int((fraction * Double(width)).rounded(.down))
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        let percent = Int((progress.fraction * 100).rounded(.down))
+        let percent = Int((fraction * 100).rounded(.down))
         return "[\(bar)] \(progress.completed)/\(progress.total) \(percent)%"
     }
 
     /// The summary table printed at the end of a sync.
+    ///
+    /// Its origin rows count what happened to each request sent to the gallery for an image:
+    /// `origin fetches` is the sum of `downloaded` (a body came), `not modified` (304),
+    /// `not found` (404 or 410), `error answers` (another status) and `no answer` (refused,
+    /// timed out, broken). `known missing` counts pieces answered missing from a stored 404
+    /// without asking; `changed` counts the downloads that replaced a stale entry.
     public static func summary(_ report: Sync.Report) -> String {
         let stats = report.stats
         let seconds = Double(report.duration.components.seconds) + Double(report.duration.components.attoseconds) / 1e18
@@ -93,10 +102,14 @@ public enum TerminalText {
             ("thumbnails", "\(report.thumbnails)"),
             ("memory hits", "\(stats.memoryHits)"),
             ("disk hits", "\(stats.diskHits)"),
+            ("known missing", "\(stats.knownMissing)"),
             ("origin fetches", "\(stats.originFetches)"),
+            ("downloaded", "\(stats.downloads)"),
             ("not modified", "\(stats.revalidations)"),
+            ("not found", "\(stats.missingAnswers)"),
+            ("error answers", "\(stats.errorAnswers)"),
+            ("no answer", "\(stats.unanswered)"),
             ("changed", "\(stats.refreshed)"),
-            ("downloaded", "\(stats.originFetches - stats.revalidations)"),
             ("time", String(format: "%.2f s", seconds)),
         ]
         if report.progress.notCached > 0 { rows.insert(("not cached", "\(report.progress.notCached)"), at: 4) }
@@ -109,6 +122,15 @@ public enum TerminalText {
         var listed = Set<String>()
         for problem in report.problems where problem.status != .missing && listed.insert(problem.file.url).inserted {
             lines.append("  \(problem.file.url) \(problem.file.name): \(problem.status.explanation)")
+        }
+        // The pieces the gallery does not have, each once (the feed lists a piece three times).
+        var missing: [ImageFile] = []
+        for problem in report.problems where problem.status == .missing && listed.insert(problem.file.url).inserted {
+            missing.append(problem.file)
+        }
+        missing.sort { ($0.pieceNumber ?? .max, $0.url) < ($1.pieceNumber ?? .max, $1.url) }
+        if !missing.isEmpty {
+            lines.append("missing from the gallery (404, expected): " + missing.map(\.url).joined(separator: ", "))
         }
         switch report.feedOrigin {
         case let .galleryUnreachable(reason):

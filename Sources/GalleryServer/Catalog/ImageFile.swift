@@ -16,4 +16,28 @@ public struct ImageFile: Codable, Sendable, Hashable {
         self.price = price
         self.checksum = checksum
     }
+
+    /// The prices a feed entry may carry, in dollars: finite, not negative, at most a million.
+    /// A feed read from a file or the network with another price does not decode.
+    public static let priceRange: ClosedRange<Double> = 0...1_000_000
+
+    private enum CodingKeys: String, CodingKey {
+        case name, url, price, checksum
+    }
+
+    /// Decodes an entry, refusing a price outside ``priceRange`` (NaN, infinite, negative or
+    /// absurd) with a `DecodingError` that names it: nothing downstream has to fear it.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        url = try container.decode(String.self, forKey: .url)
+        checksum = try container.decode(String.self, forKey: .checksum)
+        price = try container.decode(Double.self, forKey: .price)
+        guard Self.priceRange.contains(price) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .price, in: container,
+                debugDescription: "the price of \(url) is \(price), not an amount within 0...1000000 dollars"
+            )
+        }
+    }
 }

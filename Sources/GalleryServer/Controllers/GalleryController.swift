@@ -7,7 +7,8 @@ import MessageSignatures
 import Synchronization
 
 /// `GET /gallery/images` (the feed) and `GET /gallery/image?N` (one piece), as in the book's
-/// server, with real checksums, ETags and a real 404 for the missing pieces; and
+/// server, with real checksums, ETags and a real 404 for the missing pieces (with the images'
+/// `Cache-Control`, so caches remember them as long as the pieces it has); and
 /// `GET /gallery/key`, the public key the feed is signed with, as a JSON Web Key.
 ///
 /// The feed carries `Content-Digest` (RFC 9530) and an RFC 9421 signature over its status,
@@ -83,7 +84,12 @@ struct GalleryController<Context: RequestContext>: Sendable {
         // Held before anything else, missing pieces included, so a test decides every answer.
         if let gate { try await gate.pass() }
         guard edition.catalog.missing.contains(number) == false else {
-            throw HTTPError(.notFound, message: "piece \(number) is missing from the gallery (every tenth piece, 0, 10, 20, ..., always is)")
+            // With the images' own lifetime: a cache remembers the piece is missing as long as it
+            // keeps a piece it has (RFC 9111 allows storing a 404).
+            throw HTTPError(
+                .notFound, headers: [.cacheControl: cacheControl],
+                message: "piece \(number) is missing from the gallery (every tenth piece, 0, 10, 20, ..., always is)"
+            )
         }
         let piece = edition.pieces[number]
         if faults.configuration.latency > .zero {

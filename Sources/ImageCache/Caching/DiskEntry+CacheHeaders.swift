@@ -12,7 +12,8 @@ import HTTPCaching
 ///  8x4  max-age, s-maxage, stale-while-revalidate, stale-if-error: Int64 seconds, -1 absent
 ///    8  Age: Int64 seconds, -1 absent
 ///  8x5  Date, Last-Modified, Expires, request time, response time: Float64 seconds since
-///       1970; NaN absent (the two times are always present)
+///       1970, within the years 1 to 9999 (`HTTPDate.earliest...HTTPDate.latest`); NaN absent
+///       (the two times are always present)
 ///    2  ETag length E (at most 1024)
 ///    E  ETag, UTF-8, quoted as sent
 /// ```
@@ -33,7 +34,10 @@ extension DiskEntry {
             append(Int64(seconds ?? -1), to: &out)
         }
         for date in [headers.date, headers.lastModified, headers.expires, headers.requestTime, headers.responseTime] {
-            append((date?.timeIntervalSince1970 ?? .nan).bitPattern, to: &out)
+            // Held to the years an HTTP date can carry (`Expires` of a date that did not parse is
+            // `Date.distantPast`, before year 1): the reader refuses anything outside them.
+            let seconds = date.map { min(max($0.timeIntervalSince1970, HTTPDate.earliest), HTTPDate.latest) } ?? .nan
+            append(seconds.bitPattern, to: &out)
         }
         let etag = Array((headers.etag ?? "").utf8.prefix(etagLimit))
         append(UInt16(etag.count), to: &out)
@@ -63,7 +67,11 @@ extension DiskEntry {
         for _ in 0..<5 {
             let value = Double(bitPattern: read(UInt64.self, bytes, at: offset))
             offset += 8
-            guard value.isNaN || value.isFinite else { return .failure(.badMetadata("an infinite date")) }
+            // NaN is "absent"; anything else must be a second of the years 1 to 9999, so every
+            // use (HTTP dates, freshness arithmetic) stays in range.
+            guard value.isNaN || (value >= HTTPDate.earliest && value <= HTTPDate.latest) else {
+                return .failure(.badMetadata("a date of \(value) s since 1970, outside the years 1 to 9999"))
+            }
             dates.append(value.isNaN ? nil : Date(timeIntervalSince1970: value))
         }
         let etagLength = Int(read(UInt16.self, bytes, at: offset))

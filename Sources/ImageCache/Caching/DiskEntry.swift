@@ -2,12 +2,12 @@ import CXXHash
 import Foundation
 import HTTPCaching
 
-/// The on-disk format of one cache entry, version 2. Integers are little-endian.
+/// The on-disk format of one cache entry, versions 2 and 3. Integers are little-endian.
 ///
 /// ```
 /// offset       size  field
 ///      0          4  magic "EMJC"
-///      4          1  format version (2)
+///      4          1  format version (2, or 3 for a known-missing entry)
 ///      5          3  zero
 ///      8          4  key length K
 ///     12          4  metadata length M
@@ -28,10 +28,20 @@ import HTTPCaching
 /// size, HTTP validators and freshness, the original a variant was made from); a reader skips
 /// tags it does not know, so a later version can add records without a new format version. Every length read from a file is checked against the bytes
 /// actually there, by subtraction from what remains, so no value in a file can overflow an
-/// offset or reach outside the buffer.
+/// offset or reach outside the buffer; every value is checked against its range where it is
+/// read (dates within the years 1 to 9999, durations within delta-seconds' cap, sizes
+/// non-negative), so nothing a file holds can trap the code that uses it.
+///
+/// Version 3 is version 2 plus the ``Tag/status`` record: an entry that remembers the origin
+/// answered 404 or 410 (a known-missing entry; empty payload, no content type). Images are still
+/// written as version 2, so an older build keeps reading them; a known-missing entry is written
+/// as version 3, which an older build drops as unknown instead of answering an empty image.
 enum DiskEntry {
     static let magic: [UInt8] = Array("EMJC".utf8)
+    /// The version images are written in.
     static let version: UInt8 = 2
+    /// The version known-missing entries are written in: 2 plus the status record.
+    static let missingVersion: UInt8 = 3
     static let headerSize = 32
     static let checksumSize = 8
     /// Longest content type kept, in UTF-8 bytes; a longer one is cut.
@@ -48,7 +58,22 @@ enum DiskEntry {
         case cacheHeaders = 3
         /// The SHA-256 of the original bytes (`Image.originalSHA256`), 32 raw bytes.
         case originalSHA256 = 4
+        /// Version 3 only: the origin's status for a known-missing entry, a little-endian
+        /// `UInt16`, 404 or 410. Its entry has no content type and an empty payload.
+        case status = 5
     }
+
+    /// What an entry holds.
+    enum Content: Equatable {
+        /// An image.
+        case image(Image)
+        /// The origin answered `status` (404 or 410) with these headers: the resource is known
+        /// to be missing while they say the answer is fresh.
+        case missing(status: Int, cacheHeaders: CacheHeaders?)
+    }
+
+    /// The statuses a known-missing entry may hold.
+    static let missingStatuses: Set<Int> = [404, 410]
 
     /// Why an entry was not accepted. Every case but ``outdatedVersion`` means damage.
     enum Problem: Swift.Error, Equatable, CustomStringConvertible {
@@ -68,6 +93,8 @@ enum DiskEntry {
         case otherKey
         /// The metadata section does not parse.
         case badMetadata(String)
+        /// Not damage: a known-missing entry, where an image was asked for (see ``DiskEntry/decodeEntry(_:key:)``).
+        case notAnImage(status: Int)
 
         var description: String {
             switch self {
@@ -80,6 +107,7 @@ enum DiskEntry {
                 "header says key \(key) + metadata \(metadata) + payload \(payload) bytes, file has \(length)"
             case .otherKey: "the entry belongs to another key"
             case let .badMetadata(reason): "bad metadata: \(reason)"
+            case let .notAnImage(status): "a known-missing entry (HTTP \(status)), not an image"
             }
         }
     }
@@ -88,7 +116,6 @@ enum DiskEntry {
 
     /// The bytes of `image`'s entry under `key`.
     static func encode(_ image: Image, key: String) -> [UInt8] {
-        let keyBytes = Array(key.utf8)
         var metadata: [UInt8] = []
         appendRecord(.contentType, Array(image.contentType.utf8.prefix(contentTypeLimit)), to: &metadata)
         if let size = image.pixelSize {
@@ -103,17 +130,36 @@ enum DiskEntry {
         if let hex = image.originalSHA256, let digest = SHA256Hex.bytes(hex) {
             appendRecord(.originalSHA256, digest, to: &metadata)
         }
+        return seal(version: version, key: key, metadata: metadata, payload: image.data)
+    }
+
+    /// The bytes of a known-missing entry under `key`: the origin answered `status` (404 or 410)
+    /// with `headers`.
+    static func encodeMissing(status: Int, cacheHeaders headers: CacheHeaders?, key: String) -> [UInt8] {
+        var metadata: [UInt8] = []
+        var value: [UInt8] = []
+        append(UInt16(clamping: status), to: &value)
+        appendRecord(.status, value, to: &metadata)
+        if let headers {
+            appendRecord(.cacheHeaders, encodeCacheHeaders(headers), to: &metadata)
+        }
+        return seal(version: missingVersion, key: key, metadata: metadata, payload: [])
+    }
+
+    /// Header, key, metadata and payload, then the checksum of them all.
+    private static func seal(version: UInt8, key: String, metadata: [UInt8], payload: [UInt8]) -> [UInt8] {
+        let keyBytes = Array(key.utf8)
         var out: [UInt8] = []
-        out.reserveCapacity(headerSize + keyBytes.count + metadata.count + image.data.count + checksumSize)
+        out.reserveCapacity(headerSize + keyBytes.count + metadata.count + payload.count + checksumSize)
         out += magic
         out += [version, 0, 0, 0]
         append(UInt32(keyBytes.count), to: &out)
         append(UInt32(metadata.count), to: &out)
-        append(UInt64(image.data.count), to: &out)
+        append(UInt64(payload.count), to: &out)
         append(UInt64(0), to: &out)
         out += keyBytes
         out += metadata
-        out += image.data
+        out += payload
         append(checksum(out, count: out.count), to: &out)
         return out
     }
@@ -130,15 +176,27 @@ enum DiskEntry {
 
     // MARK: - Reading
 
-    /// Parses and checks an entry read from disk.
+    /// Parses and checks an image entry read from disk; a known-missing entry is
+    /// ``Problem/notAnImage(status:)``.
     static func decode(_ bytes: [UInt8], key: String) -> Result<Image, Problem> {
+        decodeEntry(bytes, key: key).flatMap { content in
+            switch content {
+            case let .image(image): .success(image)
+            case let .missing(status, _): .failure(.notAnImage(status: status))
+            }
+        }
+    }
+
+    /// Parses and checks an entry read from disk: an image or a known-missing entry.
+    static func decodeEntry(_ bytes: [UInt8], key: String) -> Result<Content, Problem> {
         let length = bytes.count
         guard length >= 5 else { return .failure(.truncated(length: length)) }
         guard bytes[0] == magic[0], bytes[1] == magic[1], bytes[2] == magic[2], bytes[3] == magic[3] else {
             return .failure(.notAnEntry)
         }
-        switch bytes[4] {
-        case version: break
+        let entryVersion = bytes[4]
+        switch entryVersion {
+        case version, missingVersion: break
         case 1: return .failure(.outdatedVersion(1))
         case let other: return .failure(.unknownVersion(other))
         }
@@ -166,19 +224,24 @@ enum DiskEntry {
         let keyEnd = headerSize + Int(keyLength)
         guard bytes[headerSize..<keyEnd].elementsEqual(key.utf8) else { return .failure(.otherKey) }
         let metadataEnd = keyEnd + Int(metadataLength)
-        var image: Image
-        switch parseMetadata(bytes, from: keyEnd, to: metadataEnd) {
-        case let .success(parsed): image = parsed
-        case let .failure(problem): return .failure(problem)
+        switch parseMetadata(bytes, from: keyEnd, to: metadataEnd, version: entryVersion) {
+        case var .success(.image(image)):
+            image.data = Array(bytes[metadataEnd..<body])
+            return .success(.image(image))
+        case let .success(missing):
+            guard metadataEnd == body else { return .failure(.badMetadata("a known-missing entry with a payload")) }
+            return .success(missing)
+        case let .failure(problem):
+            return .failure(problem)
         }
-        image.data = Array(bytes[metadataEnd..<body])
-        return .success(image)
     }
 
-    /// Walks the metadata records in `bytes[start..<end]`; unknown tags are skipped. Returns an
-    /// image with everything but its data.
-    private static func parseMetadata(_ bytes: [UInt8], from start: Int, to end: Int) -> Result<Image, Problem> {
+    /// Walks the metadata records in `bytes[start..<end]`; unknown tags are skipped (and the
+    /// status record in a version 2 entry, which predates it). Returns an image with everything
+    /// but its data, or a known-missing entry.
+    private static func parseMetadata(_ bytes: [UInt8], from start: Int, to end: Int, version entryVersion: UInt8) -> Result<Content, Problem> {
         var offset = start
+        var status: Int?
         var contentType: String?
         var pixelSize: Image.PixelSize?
         var cacheHeaders: CacheHeaders?
@@ -216,15 +279,28 @@ enum DiskEntry {
                 guard originalSHA256 == nil else { return .failure(.badMetadata("two original digests")) }
                 guard valueLength == 32 else { return .failure(.badMetadata("an original digest of \(valueLength) bytes")) }
                 originalSHA256 = SHA256Hex.hex(bytes[valueStart..<valueEnd])
-            case nil:
+            case .status where entryVersion >= missingVersion:
+                guard status == nil else { return .failure(.badMetadata("two statuses")) }
+                guard valueLength == 2 else { return .failure(.badMetadata("a status of \(valueLength) bytes")) }
+                let value = Int(read(UInt16.self, bytes, at: valueStart))
+                guard missingStatuses.contains(value) else { return .failure(.badMetadata("a known-missing entry of status \(value)")) }
+                status = value
+            case .status, nil:
                 break  // written by a later version: not ours to interpret
             }
             offset = valueEnd
         }
+        if let status {
+            guard contentType == nil, pixelSize == nil, originalSHA256 == nil else {
+                return .failure(.badMetadata("a known-missing entry with an image's records"))
+            }
+            return .success(.missing(status: status, cacheHeaders: cacheHeaders))
+        }
+        guard entryVersion == version else { return .failure(.badMetadata("a version \(entryVersion) entry without a status")) }
         guard let contentType else { return .failure(.badMetadata("no content type")) }
-        return .success(Image(
+        return .success(.image(Image(
             data: [], contentType: contentType, pixelSize: pixelSize, cacheHeaders: cacheHeaders, originalSHA256: originalSHA256
-        ))
+        )))
     }
 
     /// XXH3-64 of `bytes[0..<count]`.

@@ -16,10 +16,14 @@ extension DiskStorage {
         public var removedTemporaryFiles: Int
         /// Entries evicted because the directory was over the size limit.
         public var evicted: Int
+        /// Entries (and the directory) that others could read, made private (`0600`, `0700`).
+        public var tightenedModes: Int = 0
     }
 
-    /// Creates the directory when missing, deletes temporary files left by processes that are no
-    /// longer running, and indexes the entries by modification time (oldest least recent).
+    /// Creates the directory when missing (`0700`), deletes temporary files left by processes that
+    /// are no longer running, makes the directory and entries written before private (a group or
+    /// others bit is cleared: `0700`, `0600`), and indexes the entries by modification time
+    /// (oldest least recent).
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
@@ -27,9 +31,13 @@ extension DiskStorage {
     ///   created or listed.
     @discardableResult
     public func setUp() throws(ImageLoader.Error) -> SetUpReport {
-        let names: [(name: String, size: Int, modified: Int64)]
+        let names: [(name: String, size: Int, modified: Int64, mode: mode_t)]
+        var tightened = 0
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
+            )
+            if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
             names = try listDirectory()
             scans.withLock { $0 += 1 }
         } catch {
@@ -41,7 +49,10 @@ extension DiskStorage {
             if file.name.hasPrefix(".tmp-") {
                 if Self.writerIsGone(file.name), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
-                entries.append(file)
+                if file.mode & 0o077 != 0, (try? Self.makePrivate(path(file.name).string, directory: false)) == true {
+                    tightened += 1
+                }
+                entries.append((file.name, file.size, file.modified))
             }
         }
         entries.sort { $0.modified < $1.modified }
@@ -55,15 +66,34 @@ extension DiskStorage {
         }
         for name in evicted { _ = unlink(path(name).string) }
         let (count, bytes) = usage
-        return SetUpReport(entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, evicted: evicted.count)
+        return SetUpReport(
+            entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, evicted: evicted.count, tightenedModes: tightened
+        )
     }
 
-    /// Lists regular files with their size and modification time, with `readdir` and `fstatat`.
-    func listDirectory() throws -> [(name: String, size: Int, modified: Int64)] {
+    /// Clears the group and others bits of the file or directory at `path`, opened without
+    /// following a symbolic link (a link is left alone). Returns whether the mode changed.
+    static func makePrivate(_ path: String, directory: Bool) throws -> Bool {
+        let file = try FileDescriptor.open(
+            FilePath(path), .readOnly, options: directory ? [.directory, .noFollow, .closeOnExec] : [.noFollow, .nonBlocking, .closeOnExec]
+        )
+        return try file.closeAfter {
+            var info = stat()
+            guard fstat(file.rawValue, &info) == 0 else { throw Errno(rawValue: errno) }
+            let mode = info.st_mode & 0o7777
+            guard mode & 0o077 != 0 else { return false }
+            guard fchmod(file.rawValue, mode & ~0o077) == 0 else { throw Errno(rawValue: errno) }
+            return true
+        }
+    }
+
+    /// Lists regular files with their size, modification time and mode, with `readdir` and
+    /// `fstatat`.
+    func listDirectory() throws -> [(name: String, size: Int, modified: Int64, mode: mode_t)] {
         guard let stream = opendir(directory.path) else { throw Errno(rawValue: errno) }
         defer { closedir(stream) }
         let descriptor = dirfd(stream)
-        var files: [(name: String, size: Int, modified: Int64)] = []
+        var files: [(name: String, size: Int, modified: Int64, mode: mode_t)] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
@@ -71,7 +101,13 @@ extension DiskStorage {
             guard name != ".", name != ".." else { continue }
             var info = stat()
             guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            files.append((name, Int(info.st_size), Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)))
+            // Anyone who can write the directory sets these: a modification time of any second
+            // (`touch -d @9e18`) must order, not overflow.
+            let seconds = Int64(info.st_mtim.tv_sec)
+            let modified = seconds >= Int64.max / 1_000_000_000 ? Int64.max
+                : seconds <= Int64.min / 1_000_000_000 ? Int64.min
+                : seconds * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            files.append((name, max(0, Int(info.st_size)), modified, info.st_mode))
         }
         return files
     }

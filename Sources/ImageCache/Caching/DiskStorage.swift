@@ -1,4 +1,5 @@
 public import Foundation
+public import HTTPCaching
 public import Logging
 import Synchronization
 import SystemPackage
@@ -19,6 +20,13 @@ import Glibc
 /// - Several processes may share a directory: renames are atomic, a file another process
 ///   removed is a miss, and one it added is found on read. Each process keeps its own index,
 ///   so the size limit is enforced per process.
+/// - Entries are private files: written `0600` in a `0700` directory (the cache holds what the
+///   user looked at), and ``setUp()`` tightens entries and a directory written before. A read
+///   opens the entry with `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC` and checks with `fstat` that it
+///   is a regular file of at most ``entrySizeLimit`` bytes before allocating anything: a
+///   symbolic link, a FIFO or a huge file is a damaged entry, never followed, waited on or read.
+/// - Besides images, an entry may remember that the origin does not have a resource (a 404 or
+///   410 with a lifetime, RFC 9111 allows storing it): see ``Entry/missing(status:cacheHeaders:)``.
 ///
 /// Thread-safe: the index sits behind a `Mutex`; file I/O runs on the calling thread, outside
 /// the lock. Call it from a task, not while holding an actor you need to stay responsive.
@@ -27,6 +35,9 @@ public final class DiskStorage: Sendable {
     public let directory: URL
     /// Largest total size of entries, in bytes.
     public let sizeLimit: Int
+    /// Largest size of one entry file, in bytes: a larger file is damage (never allocated or
+    /// read), and a larger image is not stored.
+    public let entrySizeLimit: Int
     /// Whether each write is flushed to the device (`fsync`) before it is renamed into place,
     /// so an entry survives a power loss as well as a killed process.
     public let synchronizesWrites: Bool
@@ -39,11 +50,28 @@ public final class DiskStorage: Sendable {
     /// How many times ``setUp()`` has listed the directory.
     public var directoryScans: Int { scans.withLock { $0 } }
 
+    /// What one entry holds.
+    public enum Entry: Sendable, Equatable {
+        /// An image.
+        case image(Image)
+        /// The origin answered `status` (404 or 410) with `cacheHeaders`: the resource is known to
+        /// be missing while the headers say that answer is fresh.
+        case missing(status: Int, cacheHeaders: CacheHeaders?)
+    }
+
+    /// The default ``entrySizeLimit``: 64 MiB, above ``HTTPImageFetcher``'s 50 MB body limit
+    /// with room for the key and metadata.
+    public static let defaultEntrySizeLimit = 64 * 1024 * 1024
+
     /// Creates storage in `directory` (created by ``setUp()`` when missing).
-    public init(directory: URL, sizeLimit: Int = 512 * 1024 * 1024, synchronizesWrites: Bool = true, logger: Logger = Logger(label: "ImageCache.DiskStorage")) {
+    public init(
+        directory: URL, sizeLimit: Int = 512 * 1024 * 1024, entrySizeLimit: Int = DiskStorage.defaultEntrySizeLimit,
+        synchronizesWrites: Bool = true, logger: Logger = Logger(label: "ImageCache.DiskStorage")
+    ) {
         self.directory = directory
         directoryPath = FilePath(directory.path)
         self.sizeLimit = sizeLimit
+        self.entrySizeLimit = max(0, entrySizeLimit)
         self.synchronizesWrites = synchronizesWrites
         self.logger = logger
         index.withLock { $0.costLimit = sizeLimit }
@@ -64,13 +92,30 @@ public final class DiskStorage: Sendable {
     /// Writes `image` under `key`, atomically, then evicts to stay under the size limit.
     /// - Throws: ``ImageLoader/Error/diskFailure(path:reason:)``; nothing is half-written.
     public func write(_ image: Image, forKey key: String) throws(ImageLoader.Error) {
+        try write(DiskEntry.encode(image, key: key), forKey: key)
+    }
+
+    /// Remembers that the origin answered `status` (404 or 410) for `key`, with `cacheHeaders`
+    /// (whose lifetime says for how long), replacing any entry of the key.
+    /// - Throws: ``ImageLoader/Error/diskFailure(path:reason:)``; nothing is half-written.
+    public func writeMissing(status: Int, cacheHeaders: CacheHeaders?, forKey key: String) throws(ImageLoader.Error) {
+        guard DiskEntry.missingStatuses.contains(status) else {
+            throw .diskFailure(path: directory.path, reason: "a known-missing entry is for 404 or 410, not \(status)")
+        }
+        try write(DiskEntry.encodeMissing(status: status, cacheHeaders: cacheHeaders, key: key), forKey: key)
+    }
+
+    /// Writes an entry's bytes: a private temporary file (0600), renamed into place.
+    private func write(_ bytes: [UInt8], forKey key: String) throws(ImageLoader.Error) {
         let name = fileName(forKey: key)
-        let bytes = DiskEntry.encode(image, key: key)
+        guard bytes.count <= entrySizeLimit else {
+            throw .diskFailure(path: directory.path, reason: "an entry of \(bytes.count) bytes is over the \(entrySizeLimit)-byte entry limit; it was not stored")
+        }
         let temporary = path(".tmp-\(getpid())-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))")
         do {
             let file = try FileDescriptor.open(
-                temporary, .writeOnly, options: [.create, .exclusiveCreate],
-                permissions: [.ownerReadWrite, .groupRead, .otherRead]
+                temporary, .writeOnly, options: [.create, .exclusiveCreate, .noFollow, .closeOnExec],
+                permissions: [.ownerReadWrite]
             )
             try file.closeAfter {
                 _ = try file.writeAll(bytes)
@@ -85,28 +130,49 @@ public final class DiskStorage: Sendable {
         for (victim, _) in evicted { _ = unlink(path(victim).string) }
     }
 
-    /// Reads and checks `key`'s entry; `nil` when there is none.
+    /// Reads and checks `key`'s image; `nil` when there is none, or when the entry remembers that
+    /// the origin does not have it (see ``readEntry(forKey:)``).
     /// - Throws: ``ImageLoader/Error/corruptEntry(file:reason:)`` after deleting a bad entry;
     ///   ``ImageLoader/Error/diskFailure(path:reason:)`` when the file cannot be read.
     public func read(forKey key: String) throws(ImageLoader.Error) -> Image? {
+        guard case let .image(image) = try readEntry(forKey: key) else { return nil }
+        return image
+    }
+
+    /// Reads and checks `key`'s entry, an image or a known-missing one; `nil` when there is none.
+    /// - Throws: ``ImageLoader/Error/corruptEntry(file:reason:)`` after deleting a bad entry (a
+    ///   symbolic link, a FIFO or another non-regular file, one over ``entrySizeLimit``, or bytes
+    ///   that fail their checks); ``ImageLoader/Error/diskFailure(path:reason:)`` when the file
+    ///   cannot be read.
+    public func readEntry(forKey key: String) throws(ImageLoader.Error) -> Entry? {
         let name = fileName(forKey: key)
         let bytes: [UInt8]
         do {
-            guard let contents = try readFile(path(name)) else {
+            switch try readFile(path(name)) {
+            case .absent:
                 index.withLock { _ = $0.removeValue(forKey: name) }
                 return nil
+            case let .refused(reason):
+                remove(fileNamed: name)
+                throw ImageLoader.Error.corruptEntry(file: name, reason: reason)
+            case let .bytes(contents):
+                bytes = contents
             }
-            bytes = contents
+        } catch let error as ImageLoader.Error {
+            throw error
         } catch {
             throw .diskFailure(path: path(name).string, reason: "reading an entry: \(error)")
         }
-        switch DiskEntry.decode(bytes, key: key) {
-        case let .success(image):
+        switch DiskEntry.decodeEntry(bytes, key: key) {
+        case let .success(content):
             // Touch, or adopt an entry another process wrote.
             index.withLock { index in
                 if index.value(forKey: name) == nil { index.insert(bytes.count, forKey: name, cost: bytes.count) }
             }
-            return image
+            switch content {
+            case let .image(image): return .image(image)
+            case let .missing(status, headers): return .missing(status: status, cacheHeaders: headers)
+            }
         case let .failure(.outdatedVersion(version)):
             // Not damage: an entry of an older build. Dropped, and fetched again as a miss.
             remove(fileNamed: name)
@@ -146,17 +212,40 @@ public final class DiskStorage: Sendable {
         index.withLock { ($0.count, $0.totalCost) }
     }
 
-    /// Reads a whole file; `nil` when it does not exist.
-    func readFile(_ path: FilePath) throws -> [UInt8]? {
+    /// What ``readFile(_:)`` found.
+    enum FileRead: Equatable {
+        /// No such file.
+        case absent
+        /// Not a file to read, and why: not followed, not waited on, not allocated for.
+        case refused(String)
+        /// The whole file.
+        case bytes([UInt8])
+    }
+
+    /// Reads a whole entry file, as a private file: a symbolic link is not followed
+    /// (`O_NOFOLLOW`), a FIFO or device is not waited on (`O_NONBLOCK`, then `fstat` says what
+    /// it is), and nothing is allocated for a file over ``entrySizeLimit``.
+    func readFile(_ path: FilePath) throws -> FileRead {
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, .readOnly)
+            file = try FileDescriptor.open(path, .readOnly, options: [.noFollow, .nonBlocking, .closeOnExec])
         } catch Errno.noSuchFileOrDirectory {
-            return nil
+            return .absent
+        } catch Errno.tooManySymbolicLinkLevels {
+            return .refused("a symbolic link, not a regular file: it was not followed (the cache directory should be written by this cache only)")
         }
         return try file.closeAfter {
-            let size = Int(try file.seek(offset: 0, from: .end))
-            return try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var info = stat()
+            guard fstat(file.rawValue, &info) == 0 else { throw Errno(rawValue: errno) }
+            guard (info.st_mode & S_IFMT) == S_IFREG else {
+                return .refused("\(Self.fileType(info.st_mode)), not a regular file: it was not read (the cache directory should be written by this cache only)")
+            }
+            // st_size is an off_t: compared before it becomes a count.
+            guard info.st_size >= 0, info.st_size <= off_t(entrySizeLimit) else {
+                return .refused("\(info.st_size) bytes, over the \(entrySizeLimit)-byte entry limit: it was not read")
+            }
+            let size = Int(info.st_size)
+            let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
                 count = 0
                 while count < size {
                     let read = try file.read(fromAbsoluteOffset: Int64(count), into: UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[count...]))
@@ -164,6 +253,20 @@ public final class DiskStorage: Sendable {
                     count += read
                 }
             }
+            return .bytes(bytes)
+        }
+    }
+
+    /// A file type for messages: "a FIFO", "a directory", ...
+    static func fileType(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: "a FIFO"
+        case S_IFDIR: "a directory"
+        case S_IFLNK: "a symbolic link"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        default: "a file of type \(mode & S_IFMT)"
         }
     }
 

@@ -6,10 +6,24 @@ extension ImageDatabase {
         public var memoryHits: Int
         /// Lookups answered from disk.
         public var diskHits: Int
-        /// Requests sent to the origin, conditional ones included.
+        /// Requests sent to the origin, conditional ones included. Each ends as exactly one of
+        /// ``downloads``, ``revalidations``, ``missingAnswers``, ``errorAnswers`` or
+        /// ``unanswered``, so those add up to it once no request is under way.
         public var originFetches: Int
+        /// Origin answers with a body (2xx): bytes that were downloaded.
+        public var downloads: Int
         /// Conditional requests the origin answered 304: the entry was current, no body came.
         public var revalidations: Int
+        /// Origin answers 404 or 410: the origin does not have the image.
+        public var missingAnswers: Int
+        /// Other origin answers that gave no image: another status (5xx, 403, ...), or a body
+        /// over the limit.
+        public var errorAnswers: Int
+        /// Origin requests that got no answer: refused, timed out, broken or cancelled.
+        public var unanswered: Int
+        /// Lookups answered "missing" from a stored 404 or 410, without asking the origin
+        /// (offline, or while that answer is fresh).
+        public var knownMissing: Int
         /// Conditional requests the origin answered with new bytes.
         public var refreshed: Int
         /// Stale entries answered: inside `stale-while-revalidate`, or because the origin failed.
@@ -45,7 +59,12 @@ extension ImageDatabase {
             memoryHits: pipeline.memory.hits.value,
             diskHits: counters.diskHits.value,
             originFetches: counters.originFetches.value,
+            downloads: counters.downloads.value,
             revalidations: counters.revalidations.value,
+            missingAnswers: counters.missingAnswers.value,
+            errorAnswers: counters.errorAnswers.value,
+            unanswered: counters.unanswered.value,
+            knownMissing: counters.knownMissing.value,
             refreshed: counters.refreshed.value,
             staleAnswers: counters.staleAnswers.value,
             coalesced: counters.coalesced.value,

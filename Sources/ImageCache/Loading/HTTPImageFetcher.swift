@@ -63,6 +63,7 @@ public struct HTTPImageFetcher: ImageFetching {
         switch try await fetch(request, revalidating: nil) {
         case let .fetched(image): return image
         case .notModified: throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
+        case let .missing(status, _): throw ImageLoader.Error.httpStatus(status, url: request.url.absoluteString)
         }
     }
 
@@ -82,7 +83,12 @@ public struct HTTPImageFetcher: ImageFetching {
             for (name, value) in stored.conditionalFields { httpRequest.headers.replaceOrAdd(name: name, value: value) }
         }
         let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(seconds * 1e9))
+        // Compared as a Double before it becomes nanoseconds: Int64(x) traps past 292 years.
+        let deadline: NIODeadline = if (0..<86_400 * 365).contains(seconds) {
+            .now() + .nanoseconds(Int64(seconds * 1e9))
+        } else {
+            seconds > 0 ? .distantFuture : .now()
+        }
         let origin = "\(scheme)://\(request.url.host ?? ""):\(request.url.port ?? (scheme == "https" ? 443 : 80))"
         if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
             throw ImageLoader.Error.connectionFailed(
@@ -104,6 +110,13 @@ public struct HTTPImageFetcher: ImageFetching {
             let fields = response.headers.map { ($0.name, $0.value) }
             if response.status == .notModified, let stored {
                 return .notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date()))
+            }
+            if response.status.code == 404 || response.status.code == 410 {
+                // A lifetime makes the answer worth remembering: the cache stores it.
+                let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
+                if headers.cacheControl.maxAge != nil || headers.expires != nil, !headers.cacheControl.noStore {
+                    return .missing(status: Int(response.status.code), headers)
+                }
             }
             guard (200..<300).contains(response.status.code) else {
                 throw ImageLoader.Error.httpStatus(Int(response.status.code), url: url)

@@ -24,6 +24,11 @@ public enum OriginResponse: Sendable {
     /// `304 Not Modified`: the stored bytes are current; these are the stored headers updated
     /// with the 304's (RFC 9111 4.3.4).
     case notModified(CacheHeaders)
+    /// `404 Not Found` or `410 Gone` with a lifetime (`max-age` or `Expires`): the origin does not
+    /// have the resource and says for how long that answer holds, so the cache remembers it
+    /// (RFC 9111 allows storing a 404). Without a lifetime a fetcher throws
+    /// ``ImageLoader/Error/httpStatus(_:url:)`` instead.
+    case missing(status: Int, CacheHeaders)
 }
 
 extension ImageFetching {

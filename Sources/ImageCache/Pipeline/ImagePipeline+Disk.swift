@@ -45,11 +45,18 @@ extension ImagePipeline {
     /// Whether the disk tier is set up and usable.
     var isDiskAvailable: Bool { readyDisk.withLock { $0 != nil } }
 
-    /// Reads `key`'s entry: a damaged one is deleted, counted and answered as a miss. The caller
-    /// counts the hit once it answers with it.
+    /// Reads `key`'s image: a damaged entry is deleted, counted and answered as a miss, and so is
+    /// a known-missing one (it is no image). The caller counts the hit once it answers with it.
     func read(_ key: String, from disk: DiskStorage) -> Image? {
+        guard case let .image(image) = readEntry(key, from: disk) else { return nil }
+        return image
+    }
+
+    /// Reads `key`'s entry, an image or a known-missing one: a damaged one is deleted, counted
+    /// and answered as a miss.
+    func readEntry(_ key: String, from disk: DiskStorage) -> DiskStorage.Entry? {
         do {
-            return try disk.read(forKey: key)
+            return try disk.readEntry(forKey: key)
         } catch {
             if case .corruptEntry = error { counters.corruptEntries.increment() } else { counters.diskFailures.increment() }
             logger.warning("\(error)")
@@ -76,6 +83,11 @@ extension ImagePipeline {
         case answer(Image, refreshing: Bool)
         /// A stale entry to revalidate.
         case revalidate(Image)
+        /// The origin answered `status` (404 or 410) and that answer is still usable: fail with it.
+        case missing(status: Int)
+        /// The origin answered `status`, but that answer is stale: ask again, and answer it if
+        /// the origin cannot be reached (RFC 9111 4.2.4, as for a stale image).
+        case missingStale(status: Int)
         /// Nothing usable.
         case miss
         /// Not read: the caller left while waiting for a disk-read slot.
@@ -87,8 +99,12 @@ extension ImagePipeline {
     func diskLookup(_ request: ImageRequest, queueingFor node: () -> Scheduler.Node) async throws -> DiskLookup {
         guard request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk() else { return .miss }
         let key = request.cacheKey
-        guard let entry = try await scheduler.run(.diskRead, queueingFor: node, { read(key, from: disk) }) else {
-            return .miss
+        let found = try await scheduler.run(.diskRead, queueingFor: node, { readEntry(key, from: disk) })
+        let entry: Image
+        switch found {
+        case nil: return .miss
+        case let .image(image): entry = image
+        case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
         }
         if request.processor == nil, let digest = entry.originalSHA256 {
             _ = originals.withLock { $0.insert(digest, forKey: key, cost: 1) }
@@ -98,6 +114,45 @@ extension ImagePipeline {
         case .answerAndRefresh: return .answer(entry, refreshing: true)
         case .revalidate: return .revalidate(entry)
         case .miss: return .miss
+        }
+    }
+
+    /// Whether a known-missing entry answers `request`: offline, or a policy that prefers the
+    /// cache, always (as a stale image would be); by the protocol's rules, while its headers say
+    /// the 404 is fresh; never for a reload or a request that retries failures.
+    func missingLookup(status: Int, headers: CacheHeaders?, for request: ImageRequest) -> DiskLookup {
+        switch request.cachePolicy {
+        case .returnCacheDataDontLoad:
+            return .missing(status: status)
+        case .returnCacheDataElseLoad:
+            return request.retryingFailures ? .missingStale(status: status) : .missing(status: status)
+        case .reloadIgnoringCacheData, .reloadRevalidatingCacheData:
+            return .missingStale(status: status)
+        case .useProtocolCachePolicy:
+            guard !request.retryingFailures, let headers, headers.freshness(at: now()).state == .fresh else {
+                return .missingStale(status: status)
+            }
+            return .missing(status: status)
+        }
+    }
+
+    /// Stage 6 for a 404 or 410 with a lifetime: remembered on disk as a known-missing entry,
+    /// within the disk-write limit, on the I/O threads.
+    func storeMissing(status: Int, headers: CacheHeaders, forKey key: String, flight id: Flights.FlightID) async {
+        guard let disk = readyDisk.withLock({ $0 }) else { return }
+        let write: @Sendable () -> Void = {
+            do {
+                try disk.writeMissing(status: status, cacheHeaders: headers, forKey: key)
+            } catch {
+                self.counters.diskFailures.increment()
+                self.logger.error("\(error)")
+            }
+        }
+        guard scheduler.limits.isScheduling else { return write() }
+        do {
+            try await scheduler.run(.diskWrite, for: .flight(id)) { try await ioPool.run(write) }
+        } catch {
+            logger.debug("that \(key) is missing was not stored: \(error)")
         }
     }
 

@@ -98,6 +98,16 @@ final class ImagePipeline: Sendable {
         let refreshed = LiveCounter()
         /// Stale entries answered (stale-while-revalidate, or the origin failing).
         let staleAnswers = LiveCounter()
+        /// Origin answers with a body (2xx).
+        let downloads = LiveCounter()
+        /// Origin answers 404 or 410.
+        let missingAnswers = LiveCounter()
+        /// Other origin answers that gave no image (another status, a body over the limit).
+        let errorAnswers = LiveCounter()
+        /// Origin requests that got no answer (refused, timed out, broken, cancelled).
+        let unanswered = LiveCounter()
+        /// Lookups answered "missing" by a stored 404 or 410, without asking the origin.
+        let knownMissing = LiveCounter()
     }
 
     init(
@@ -241,6 +251,8 @@ final class ImagePipeline: Sendable {
             return .flight(id)
         }
         var stale = stale
+        // A stale known-missing entry: answered if the origin cannot be reached.
+        var missing: Int?
         // 3. Disk: read and checked right here, within the disk-read limit; a hit needs no task
         //    and no hop.
         var diskChecked = stale != nil
@@ -263,6 +275,13 @@ final class ImagePipeline: Sendable {
             case let .revalidate(entry):
                 stale = entry
                 diskChecked = true
+            case let .missing(status):
+                let error = knownMissing(status, request: request)
+                complete(request, flight: id, with: .failure(error))
+                throw error
+            case let .missingStale(status):
+                missing = status
+                diskChecked = true
             case .miss:
                 diskChecked = true
             case .notRead:
@@ -272,18 +291,22 @@ final class ImagePipeline: Sendable {
         // Offline, an original that is not cached cannot be had; a variant still can, from a
         // cached original.
         guard request.cachePolicy.allowsLoading || request.processor != nil else {
-            let error = ImageLoader.Error.notCached(url: request.url.absoluteString)
+            let error = missing.map { knownMissing($0, request: request) } ?? ImageLoader.Error.notCached(url: request.url.absoluteString)
             complete(request, flight: id, with: .failure(error))
             throw error
         }
         // 4-6. Origin or processing, then store, in work that outlives the leader and runs at
         //      the priority of everybody waiting, the leader included.
         _ = attached()
-        let (revalidating, checked) = (stale, diskChecked)
+        let (revalidating, checked, missingStatus) = (stale, diskChecked, missing)
         let work = Caller(node: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
         let started = flights.withLock { flights in
             flights.handOff(Self.flightKey(request), flight: id, leaderCancelled: Task.isCancelled) {
-                Task { try await self.run(request, flight: id, stale: revalidating, diskChecked: checked, as: work) }
+                Task {
+                    try await self.run(
+                        request, flight: id, stale: revalidating, knownMissing: missingStatus, diskChecked: checked, as: work
+                    )
+                }
             }
         }
         guard started else { throw CancellationError() }
@@ -293,12 +316,16 @@ final class ImagePipeline: Sendable {
     /// The flight's work: the origin or the processor, then the disk. Completes the flight.
     /// - Parameter stale: the entry being revalidated, if any: answered on a 304, or when the
     ///   origin fails and its headers allow a stale answer.
+    /// - Parameter knownMissing: the status of a stale known-missing entry, answered when the
+    ///   origin cannot be reached.
     /// - Parameter diskChecked: false when the leader left before it read the disk: the work
     ///   reads it first.
     private func run(
-        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, diskChecked: Bool, as work: Caller
+        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, knownMissing missing: Int?, diskChecked: Bool,
+        as work: Caller
     ) async throws -> Image {
         var stale = stale
+        var missing = missing
         var result: Result<Image, any Swift.Error>
         // What the origin said, counted once the flight is complete: whoever follows a counter
         // finds the new entry in place.
@@ -312,6 +339,11 @@ final class ImagePipeline: Sendable {
                     complete(request, flight: id, with: .success(entry))
                     return entry
                 case let .revalidate(entry): stale = entry
+                case let .missing(status):
+                    let error = knownMissing(status, request: request)
+                    complete(request, flight: id, with: .failure(error))
+                    throw error
+                case let .missingStale(status): missing = status
                 case .miss, .notRead: break
                 }
             }
@@ -334,12 +366,41 @@ final class ImagePipeline: Sendable {
             logger.notice("answering a stale copy of \(request.cacheKey): \(error)")
             answeredStale(stale!, for: request, refreshing: false)
             result = .success(stale!)
+        } catch let error as ImageLoader.Error where missing != nil && Self.originFailed(error) {
+            // The origin said 404 before and cannot say otherwise now: still missing.
+            logger.notice("\(request.cacheKey) is known missing; the origin cannot be asked again: \(error)")
+            result = .failure(knownMissing(missing!, request: request))
         } catch {
             result = .failure(error)
         }
         complete(request, flight: id, with: result)
         for counter in outcome { counter.increment() }
         return try result.get()
+    }
+
+    /// The answer to a lookup of a known-missing key: the status the origin gave, counted.
+    private func knownMissing(_ status: Int, request: ImageRequest) -> ImageLoader.Error {
+        counters.knownMissing.increment()
+        return .httpStatus(status, url: request.url.absoluteString)
+    }
+
+    /// Whether `error` is the origin failing (unreachable, or a 5xx), rather than answering.
+    static func originFailed(_ error: ImageLoader.Error) -> Bool {
+        if case let .httpStatus(status, _) = error { return status >= 500 }
+        return error.isOriginUnreachable
+    }
+
+    /// Counts what became of one origin request that threw: an answer that gave no image, or
+    /// no answer at all.
+    private func countUnusable(_ error: any Swift.Error) {
+        switch error {
+        case let ImageLoader.Error.httpStatus(status, _) where DiskEntry.missingStatuses.contains(status):
+            counters.missingAnswers.increment()
+        case ImageLoader.Error.httpStatus, ImageLoader.Error.bodyTooLarge:
+            counters.errorAnswers.increment()
+        default:
+            counters.unanswered.increment()
+        }
     }
 
     /// Stage 4: fetches an original, conditionally when a stale entry has validators.
@@ -353,13 +414,28 @@ final class ImagePipeline: Sendable {
         ) {
             counters.originFetches.increment()
             let requestTime = now()
-            let response = try await fetcher.fetch(request, revalidating: validators)
+            let response: OriginResponse
+            do {
+                response = try await fetcher.fetch(request, revalidating: validators)
+            } catch {
+                countUnusable(error)
+                throw error
+            }
             return (response, requestTime, now())
         }
         var image: Image
         switch response {
+        case .missing(let status, var headers):
+            counters.missingAnswers.increment()
+            (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
+            // 6. Remembered on disk for the answer's lifetime (RFC 9111 allows storing a 404).
+            if !headers.cacheControl.noStore {
+                await storeMissing(status: status, headers: headers, forKey: request.cacheKey, flight: id)
+            }
+            throw ImageLoader.Error.httpStatus(status, url: request.url.absoluteString)
         case var .notModified(headers):
             guard let stale, validators != nil else {
+                counters.errorAnswers.increment()
                 throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
             }
             outcome.append(counters.revalidations)
@@ -371,6 +447,7 @@ final class ImagePipeline: Sendable {
                 throw ImageLoader.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
         case let .fetched(fetched):
+            counters.downloads.increment()
             if stale != nil { outcome.append(counters.refreshed) }
             image = try await verified(fetched, request: request, flight: id)
             if image.cacheHeaders != nil { (image.cacheHeaders!.requestTime, image.cacheHeaders!.responseTime) = (requestTime, responseTime) }

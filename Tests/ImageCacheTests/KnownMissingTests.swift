@@ -1,0 +1,141 @@
+import Foundation
+import HTTPCaching
+@testable import ImageCache
+import Testing
+import TestSupport
+
+/// Negative caching against a real origin on 127.0.0.1 and a real directory: a 404 with a
+/// lifetime is remembered on disk (a later process knows without asking), answered offline and
+/// while the origin is down; one without a lifetime is not stored. The origin counters add up.
+@Suite(.timeLimit(.minutes(3))) struct KnownMissingTests {
+    let directory = TemporaryDirectory()
+    let clock = TestWallClock(Date().addingTimeInterval(-10 * 86_400))
+
+    /// A database over the test's directory: a new one is a restart.
+    func database() -> ImageDatabase {
+        ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+    }
+
+    func isStatus(_ status: Int) -> @Sendable (any Error) -> Bool {
+        { error in
+            if case let ImageLoader.Error.httpStatus(code, _) = error { return code == status }
+            return false
+        }
+    }
+
+    @Test func a404WithALifetimeIsRememberedOnDiskAcrossARestart() async throws {
+        let origin = TestOrigin()
+        origin.set("gone", .statusWithCacheControl(404, "public, max-age=60"))
+        try await origin.run { base in
+            let url = base.appendingPathComponent("images/gone")
+            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            #expect(origin.requests("gone") == 1)
+
+            let restarted = database()
+            await #expect(performing: { try await restarted.image(ImageRequest(url: url)) }, throws: isStatus(404))
+            #expect(origin.requests("gone") == 1, "answered from the stored 404, not asked again")
+            let offline = database()
+            await #expect(
+                performing: { try await offline.image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)) },
+                throws: isStatus(404)
+            )
+            #expect(await restarted.stats().knownMissing == 1)
+            #expect(await offline.stats().knownMissing == 1)
+
+            clock.advance(by: 61)  // the 404 is stale: asked again
+            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            #expect(origin.requests("gone") == 2)
+
+            // Once the origin has it, the image replaces the known-missing entry.
+            origin.set("gone", .image([1, 2, 3]))
+            let reloading = database()
+            await reloading.setUp()
+            let found = try await reloading.image(ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData))
+            #expect(found.data == [1, 2, 3])
+            #expect(try await database().image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)).data == [1, 2, 3])
+        }
+    }
+
+    /// Without a lifetime the 404 is not stored (today's five-minute memory in one process still
+    /// applies): a restart asks again, and offline it is not cached.
+    @Test func a404WithoutALifetimeIsNotStored() async throws {
+        let origin = TestOrigin()
+        origin.set("gone", .status(404))
+        try await origin.run { base in
+            let url = base.appendingPathComponent("images/gone")
+            let first = database()
+            await #expect(performing: { try await first.image(ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await first.image(ImageRequest(url: url)) }, throws: isStatus(404))
+            #expect(origin.requests("gone") == 1, "remembered in memory")
+            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            #expect(origin.requests("gone") == 2)
+            await #expect(throws: ImageLoader.Error.notCached(url: url.absoluteString)) {
+                try await database().image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
+            }
+        }
+    }
+
+    /// A stale 404 and an origin that no longer answers: still missing, not a connection failure.
+    @Test func aStaleKnownMissingPieceIsStillMissingWhenTheOriginIsDown() async throws {
+        let origin = TestOrigin()
+        origin.set("gone", .statusWithCacheControl(404, "public, max-age=60"))
+        let url = try await origin.run { base in
+            let url = base.appendingPathComponent("images/gone")
+            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            return url
+        }
+        clock.advance(by: 3_600)
+        let down = database()
+        await #expect(performing: { try await down.image(ImageRequest(url: url)) }, throws: isStatus(404))
+        let stats = await down.stats()
+        #expect(stats.originFetches == 1 && stats.unanswered == 1 && stats.knownMissing == 1)
+        #expect(stats.downloads == 0 && stats.missingAnswers == 0)
+    }
+
+    /// Every request sent ends as exactly one kind of answer, or none.
+    @Test func originCountersAddUp() async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image([1, 2, 3]))
+        origin.set("b", .statusWithCacheControl(404, "max-age=60"))
+        origin.set("c", .status(410))
+        origin.set("d", .status(503))
+        origin.set("e", .status(403))
+        let db = database()
+        let urls = try await origin.run { base in
+            for name in ["a", "b", "c", "d", "e"] {
+                _ = try? await db.image(ImageRequest(url: base.appendingPathComponent("images/\(name)")))
+            }
+            clock.advance(by: 3_600)
+            // A stale "a": one conditional request, answered 304.
+            _ = try await db.image(ImageRequest(url: base.appendingPathComponent("images/a")))
+            return base
+        }
+        // The origin is gone: one request with no answer.
+        _ = try? await db.image(ImageRequest(url: urls.appendingPathComponent("images/f")))
+        let stats = await db.stats()
+        #expect(stats.downloads == 1)
+        #expect(stats.revalidations == 1)
+        #expect(stats.missingAnswers == 2, "404 and 410")
+        #expect(stats.errorAnswers == 2, "503 and 403")
+        #expect(stats.unanswered == 1)
+        #expect(stats.originFetches == 7)
+        #expect(stats.downloads + stats.revalidations + stats.missingAnswers + stats.errorAnswers + stats.unanswered == stats.originFetches)
+    }
+
+    /// A known-missing entry is format version 3, so an older build (version 2 only) drops it
+    /// instead of answering an empty image; images stay version 2, which older builds read.
+    @Test func knownMissingEntriesAreVersion3AndImagesStayVersion2() throws {
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let headers = CacheHeaders(fields: [("Cache-Control", "max-age=60")], requestTime: at, responseTime: at)
+        let missing = DiskEntry.encodeMissing(status: 410, cacheHeaders: headers, key: "k")
+        #expect(missing[4] == 3)
+        #expect(DiskEntry.decodeEntry(missing, key: "k") == .success(.missing(status: 410, cacheHeaders: headers)))
+        #expect(DiskEntry.decode(missing, key: "k") == .failure(.notAnImage(status: 410)))
+        #expect(DiskEntry.encode(Image(data: [1], contentType: "image/png"), key: "k")[4] == 2)
+        // A status record means nothing in a version 2 entry, and a version 3 entry needs one.
+        var relabelled = DiskEntry.encode(Image(data: [1], contentType: "image/png"), key: "k")
+        relabelled[4] = 3
+        DiskEntryMutationTests.reseal(&relabelled)
+        #expect(DiskEntry.decodeEntry(relabelled, key: "k") == .failure(.badMetadata("a version 3 entry without a status")))
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+@testable import ImageCache
+import SystemPackage
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Cache files as private files, in a real temporary directory: an entry is never read through a
+/// symbolic link, never waited on (a FIFO), never allocated for beyond the entry limit; entries are
+/// written `0600` in a `0700` directory, and set-up tightens a cache written before with `0644`.
+@Suite(.timeLimit(.minutes(3))) struct PrivateFilesTests {
+    let directory = TemporaryDirectory()
+    let image = Image(data: Array(repeating: 7, count: 4_000), contentType: "image/png")
+
+    func storage(entrySizeLimit: Int = DiskStorage.defaultEntrySizeLimit) throws -> DiskStorage {
+        let storage = DiskStorage(directory: directory.url, entrySizeLimit: entrySizeLimit, synchronizesWrites: false)
+        try storage.setUp()
+        return storage
+    }
+
+    func mode(_ path: String) -> mode_t {
+        var info = stat()
+        #expect(lstat(path, &info) == 0)
+        return info.st_mode & 0o7777
+    }
+
+    func entryPath(_ storage: DiskStorage, _ key: String) -> String {
+        directory.url.appendingPathComponent(storage.fileName(forKey: key)).path
+    }
+
+    /// A valid entry of the key, placed outside the cache and linked in: the link is not followed
+    /// (with it followed, the entry would decode and be answered).
+    @Test func aSymbolicLinkEntryIsDamageAndIsNotFollowed() throws {
+        let storage = try storage()
+        let outside = TemporaryDirectory()
+        let target = outside.url.appendingPathComponent("planted").path
+        try Data(DiskEntry.encode(image, key: "k")).write(to: URL(fileURLWithPath: target))
+        #expect(symlink(target, entryPath(storage, "k")) == 0)
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("symbolic link") && reason.contains("not followed")
+        }
+        #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")), "the link is deleted")
+        #expect(FileManager.default.fileExists(atPath: target), "its target is left alone")
+    }
+
+    /// A FIFO with no writer: a blocking open would wait forever, and this test would never end.
+    @Test func aFIFOEntryIsDamageAndDoesNotBlock() throws {
+        let storage = try storage()
+        #expect(mkfifo(entryPath(storage, "k"), 0o600) == 0)
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("a FIFO, not a regular file")
+        }
+        #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
+    }
+
+    /// A valid entry over the entry limit is refused from its `fstat` size, before anything is
+    /// allocated or read (read, it would decode and be answered).
+    @Test func anEntryOverTheEntryLimitIsNotRead() throws {
+        let storage = try storage(entrySizeLimit: 1_024)
+        try Data(DiskEntry.encode(image, key: "k")).write(to: URL(fileURLWithPath: entryPath(storage, "k")))
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("over the 1024-byte entry limit")
+        }
+        #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
+        // And one that big is not written either.
+        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+    }
+
+    /// A sparse file of 8 GiB: refused at once, with no 8 GiB allocation.
+    @Test func aHugeSparseEntryIsRefusedWithoutAllocating() throws {
+        let storage = try storage()
+        let path = entryPath(storage, "k")
+        let file = try FileDescriptor.open(FilePath(path), .writeOnly, options: [.create], permissions: .ownerReadWrite)
+        try file.closeAfter { #expect(ftruncate(file.rawValue, 8 << 30) == 0) }
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("\(8 << 30) bytes, over the")
+        }
+    }
+
+    @Test func entriesAreWrittenPrivateInAPrivateDirectory() throws {
+        let storage = try storage()
+        #expect(mode(directory.url.path) == 0o700)
+        try storage.write(image, forKey: "k")
+        try storage.writeMissing(status: 404, cacheHeaders: nil, forKey: "gone")
+        #expect(mode(entryPath(storage, "k")) == 0o600)
+        #expect(mode(entryPath(storage, "gone")) == 0o600)
+        #expect(try storage.read(forKey: "k") == image)
+    }
+
+    /// A directory created by set-up is `0700` down to the cache itself.
+    @Test func setUpCreatesAPrivateDirectory() throws {
+        let parent = TemporaryDirectory()
+        let nested = parent.url.appendingPathComponent("a/b/cache")
+        try DiskStorage(directory: nested, synchronizesWrites: false).setUp()
+        #expect(mode(nested.path) == 0o700)
+    }
+
+    /// A cache written by an older build (`0644` entries in a `0755` directory) is made private by
+    /// set-up; a symbolic link in it is not followed to change what it points at.
+    @Test func setUpTightensACacheWrittenBefore() throws {
+        let old = try storage()
+        try old.write(image, forKey: "a")
+        try old.write(image, forKey: "b")
+        #expect(chmod(entryPath(old, "a"), 0o644) == 0)
+        #expect(chmod(entryPath(old, "b"), 0o640) == 0)
+        #expect(chmod(directory.url.path, 0o755) == 0)
+        let outside = TemporaryDirectory()
+        let target = outside.url.appendingPathComponent("someone-elses").path
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: target))
+        #expect(chmod(target, 0o644) == 0)
+        #expect(symlink(target, entryPath(old, "c")) == 0)
+
+        let report = try DiskStorage(directory: directory.url, synchronizesWrites: false).setUp()
+        #expect(report.tightenedModes == 3, "the directory and two entries")
+        #expect(mode(directory.url.path) == 0o700)
+        #expect(mode(entryPath(old, "a")) == 0o600)
+        #expect(mode(entryPath(old, "b")) == 0o600)
+        #expect(mode(target) == 0o644, "a link's target is not touched")
+        #expect(report.entries == 2)
+
+        let again = try DiskStorage(directory: directory.url, synchronizesWrites: false).setUp()
+        #expect(again.tightenedModes == 0)
+    }
+}
