@@ -109,6 +109,24 @@ import Glibc
         #expect(mode(nested.path) == 0o700)
     }
 
+    /// A cache directory the user gave as a symbolic link to a directory is followed (it is their
+    /// choice, unlike a link planted as an entry): set-up, writes and reads work, and the directory
+    /// it names is made private.
+    @Test func aCacheDirectoryGivenAsALinkIsFollowed() throws {
+        let parent = TemporaryDirectory()
+        let real = parent.url.appendingPathComponent("real")
+        try FileManager.default.createDirectory(at: real, withIntermediateDirectories: false)
+        #expect(chmod(real.path, 0o755) == 0)
+        let link = parent.url.appendingPathComponent("link")
+        #expect(symlink(real.path, link.path) == 0)
+        let storage = DiskStorage(directory: link, synchronizesWrites: false)
+        let report = try storage.setUp()
+        #expect(report.tightenedModes == 1)
+        #expect(mode(real.path) == 0o700)
+        try storage.write(image, forKey: "k")
+        #expect(try storage.read(forKey: "k") == image)
+    }
+
     /// A cache written by an older build (`0644` entries in a `0755` directory) is made private by
     /// set-up; a symbolic link in it is not followed to change what it points at.
     @Test func setUpTightensACacheWrittenBefore() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import SystemPackage
 #if canImport(Glibc)
@@ -37,11 +38,17 @@ extension DiskStorage {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
             )
-            if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
             names = try listDirectory()
             scans.withLock { $0 += 1 }
         } catch {
             throw .diskFailure(path: directory.path, reason: "cannot create or list the cache directory: \(error)")
+        }
+        // The directory is the user's choice (it may be a link to one): followed, and a mode that
+        // cannot be changed (another owner's directory) is logged, not fatal.
+        do {
+            if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
+        } catch {
+            logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
         }
         var removedTemporary = 0
         var entries: [(name: String, size: Int, modified: Int64)] = []
@@ -71,11 +78,12 @@ extension DiskStorage {
         )
     }
 
-    /// Clears the group and others bits of the file or directory at `path`, opened without
-    /// following a symbolic link (a link is left alone). Returns whether the mode changed.
+    /// Clears the group and others bits of the file or directory at `path`. An entry is opened
+    /// without following a symbolic link (a link is left alone); the directory, which the user
+    /// chose, is followed. Returns whether the mode changed.
     static func makePrivate(_ path: String, directory: Bool) throws -> Bool {
         let file = try FileDescriptor.open(
-            FilePath(path), .readOnly, options: directory ? [.directory, .noFollow, .closeOnExec] : [.noFollow, .nonBlocking, .closeOnExec]
+            FilePath(path), .readOnly, options: directory ? [.directory, .closeOnExec] : [.noFollow, .nonBlocking, .closeOnExec]
         )
         return try file.closeAfter {
             var info = stat()
