@@ -41,13 +41,15 @@ import TestSupport
         }
     }
 
-    /// What answers the 304, and the reason it is refused for.
+    /// What answers the revalidation (a forged 304, or a forged 200), and the reason it is
+    /// refused for.
     @Test(arguments: [
         ("unsigned", "missing_signature"),
         ("signed by another key", "unknown_key"),
         ("signed by the gallery's key for another ETag", "etag_mismatch"),
+        ("a 200 with a changed price instead", "digest_mismatch"),
     ])
-    func aForged304IsRefusedAndThePageSaysTheCatalogIsNotReauthenticated(attack: String, reason: String) async throws {
+    func aForgedRevalidationIsRefusedAndThePageSaysTheCatalogIsNotReauthenticated(attack: String, reason: String) async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
         try await withGallery { galleryURL, database in
             proxy.route(to: galleryURL)
@@ -60,6 +62,7 @@ import TestSupport
                 switch attack {
                 case "unsigned": proxy.attack(.notModifiedUnsigned)
                 case "signed by another key": proxy.attack(.notModifiedSigned(by: SigningKey()))
+                case "a 200 with a changed price instead": proxy.attack(.changePrice)
                 default: proxy.attack(.notModifiedSigned(by: testGalleryKey, etag: "\"another-edition\""))
                 }
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)

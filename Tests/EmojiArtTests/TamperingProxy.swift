@@ -101,9 +101,16 @@ final class TamperingProxy: Sendable {
             break
         }
         var upstreamRequest = HTTPClientRequest(url: upstream.absoluteString + request.uri.string)
-        // Conditionals pass on, so the gallery answers 304s through the proxy.
-        if let asked { upstreamRequest.headers.add(name: "If-None-Match", value: asked) }
-        if let since = request.headers[.ifModifiedSince] { upstreamRequest.headers.add(name: "If-Modified-Since", value: since) }
+        // Conditionals pass on, so the gallery answers 304s through the proxy; not for the
+        // attacks on a feed's body, which need the whole feed to alter.
+        let altersBodies = switch attack {
+        case .changePrice, .replaceChecksumAndImage, .removeSignature, .resign: true
+        default: false
+        }
+        if !altersBodies {
+            if let asked { upstreamRequest.headers.add(name: "If-None-Match", value: asked) }
+            if let since = request.headers[.ifModifiedSince] { upstreamRequest.headers.add(name: "If-Modified-Since", value: since) }
+        }
         let response = try await HTTPClient.shared.execute(upstreamRequest, timeout: .seconds(30))
         var body = [UInt8](buffer: try await response.body.collect(upTo: 8 * 1024 * 1024))
         var headers = response.headers
