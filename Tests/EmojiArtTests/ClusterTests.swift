@@ -78,6 +78,20 @@ final class RunningCluster: Sendable {
         return (Int(response.status.code), response.headers, Array(buffer: body))
     }
 
+    /// Waits until every instance has verified the catalog: follows each one's `/events` until
+    /// its phase is `ready` (the stream starts with the current phase).
+    func waitUntilEveryInstanceIsReady() async throws {
+        for instance in instances {
+            let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(120))
+            var text = ""
+            for try await chunk in response.body {
+                text += String(buffer: chunk)
+                if text.contains(#""name":"ready""#) { break }
+            }
+            guard text.contains(#""name":"ready""#) else { throw ClusterError("\(instance.url) ended its events before it was ready") }
+        }
+    }
+
     /// Sums the samples of `metric` (any labels) on the /metrics page at `base`.
     func metric(_ metric: String, at base: String) async throws -> [String: Double] {
         let text = String(decoding: try await get(base + "/metrics").body, as: UTF8.self)
@@ -210,6 +224,7 @@ final class RunningCluster: Sendable {
             // Through the cluster: loading the catalog revalidates the instance's feed through the
             // shield, a signed 304 it accepts: the gallery sends no feed body, the page has no notice.
             let served = { try await cluster.metric("gallery_bytes_served_total", at: cluster.gallery).values.reduce(0, +) }
+            try await cluster.waitUntilEveryInstanceIsReady()
             _ = try await cluster.get("/")
             let before = try await served()
             #expect(before > 0, "the gallery counts what it serves")
