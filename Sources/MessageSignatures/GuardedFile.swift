@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Reads a small file that decides what is trusted (a signing key, the trusted keys) the way
@@ -55,7 +57,7 @@ public enum GuardedFile {
         while total < bytes.count {
             let count = bytes.withUnsafeMutableBytes { buffer -> Int in
                 guard let base = buffer.baseAddress else { return 0 }
-                return Glibc.read(descriptor, base + total, buffer.count - total)
+                return readSome(descriptor, base + total, buffer.count - total)
             }
             if count < 0, errno == EINTR { continue }
             guard count >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
@@ -64,4 +66,9 @@ public enum GuardedFile {
         }
         return Contents(bytes: Array(bytes.prefix(total)), owner: UInt32(status.st_uid), permissions: UInt32(status.st_mode & 0o777))
     }
+}
+
+/// `read(2)`, named apart from ``GuardedFile/read(_:limit:)``.
+private func readSome(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
 }
