@@ -207,6 +207,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "MessageSignaturesTests",
+            dependencies: [
+                "MessageSignatures",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "ImagingTests",
             dependencies: ["Imaging"],
             exclude: ["Fixtures"],
@@ -238,7 +246,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "FastLane", "GalleryServer", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                "EmojiArt", "FastLane", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

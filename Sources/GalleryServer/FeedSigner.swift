@@ -3,9 +3,9 @@ import HTTPTypes
 import Hummingbird
 import MessageSignatures
 
-/// Signs the feed as it is sent: an RFC 9421 signature over `@status`, `Content-Type` and
-/// `Content-Digest`, dated now and valid for ``lifetime``. `Sendable`; signing takes tens of
-/// microseconds, so each answer gets a fresh one.
+/// Signs the feed as it is sent: an RFC 9421 signature over `@status`, `ETag`, and for a 200
+/// also `Content-Type` and `Content-Digest` (see `MessageSignature.signedComponents`), dated
+/// now and valid for ``lifetime``. `Sendable`; signing takes tens of microseconds, so each answer gets a fresh one.
 struct FeedSigner: Sendable {
     let key: SigningKey
     let keyID: String
@@ -19,7 +19,8 @@ struct FeedSigner: Sendable {
         self.now = now
     }
 
-    /// Adds `Signature-Input` and `Signature` to `headers`, which hold the covered fields.
+    /// Adds `Signature-Input` and `Signature` to the answer with `status` whose fields are
+    /// `headers`, which hold the covered fields.
     func sign(status: Int, _ headers: inout HTTPFields) throws {
         let created = now()
         let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18

@@ -4,26 +4,47 @@ import RawStructuredFieldValues
 
 /// RFC 9421 HTTP Message Signatures with `ed25519`, for responses: the gallery signs its feed,
 /// the app verifies it. Only what EmojiArt needs: response components (`@status` and header
-/// fields), the parameters `created`, `expires`, `keyid` and `alg`, one signature per message.
+/// fields), the parameters `created`, `expires`, `keyid` and `alg`; of several signatures on one
+/// message, only the one labelled ``label`` is used.
 ///
 /// The signature base, as RFC 9421 §2.5 builds it, one line per covered component and then the
 /// parameters, joined by newlines:
 ///
 /// ```
 /// "@status": 200
+/// "etag": "..."
 /// "content-type": application/json; charset=utf-8
 /// "content-digest": sha-256=:...:
-/// "@signature-params": ("@status" "content-type" "content-digest");created=...;expires=...;keyid="...";alg="ed25519"
+/// "@signature-params": ("@status" "etag" "content-type" "content-digest");created=...;expires=...;keyid="...";alg="ed25519"
 /// ```
 ///
 /// `Signature-Input` and `Signature` are RFC 8941 dictionaries, written and parsed with
 /// swift-http-structured-headers.
 public enum MessageSignature {
-    /// What a response signature must cover for EmojiArt to accept it: the status, the type and
-    /// the digest of the body (so, through the digest, every byte of it).
+    /// What a 200's signature must cover for EmojiArt to accept it: the status, the type and the
+    /// digest of the body (so, through the digest, every byte of it). The gallery covers `etag`
+    /// too; a feed from a gallery that did not is still accepted.
     public static let requiredComponents = ["@status", "content-type", "content-digest"]
-    /// The label EmojiArt signs under.
+    /// What a 304's signature must cover: the status and the `ETag` it confirms (a 304 has no
+    /// body, so no type or digest).
+    public static let requiredNotModifiedComponents = ["@status", "etag"]
+    /// The label EmojiArt signs under, and the only one it verifies: other signatures on the
+    /// same answer (a proxy's, say) are ignored.
     public static let label = "feed"
+    /// The longest lifetime (`expires - created`) a signature may claim: 24 hours.
+    public static let maximumLifetime: TimeInterval = 86_400
+
+    /// What a signature on an answer with `status` must cover: ``requiredNotModifiedComponents``
+    /// for a 304, ``requiredComponents`` otherwise.
+    public static func requiredComponents(forStatus status: Int) -> [String] {
+        status == 304 ? requiredNotModifiedComponents : requiredComponents
+    }
+
+    /// What the gallery covers when it signs an answer with `status`: `@status` and `etag`, and
+    /// for anything but a 304 also `content-type` and `content-digest`.
+    public static func signedComponents(forStatus status: Int) -> [String] {
+        status == 304 ? requiredNotModifiedComponents : ["@status", "etag", "content-type", "content-digest"]
+    }
 
     /// The two header fields of a signature.
     public struct Fields: Sendable, Hashable {
@@ -36,19 +57,26 @@ public enum MessageSignature {
     /// Signs a response.
     /// - Parameters:
     ///   - field: the value of each covered header field (lowercase name).
+    ///   - components: what the signature covers; by default ``signedComponents(forStatus:)``.
     ///   - keyID: the signing key's fingerprint (its JWK thumbprint).
+    ///   - label: the signature's label; ``label`` unless a test signs as someone else.
     public static func sign(
-        status: Int, field: (String) -> String?, components: [String] = requiredComponents,
-        key: SigningKey, keyID: String, created: Date, expires: Date
+        status: Int, field: (String) -> String?, components: [String]? = nil,
+        key: SigningKey, keyID: String, created: Date, expires: Date, label: String = label
     ) throws(SignatureFailure) -> Fields {
+        guard let createdSeconds = Int64(exactly: created.timeIntervalSince1970.rounded(.down)),
+              let expiresSeconds = Int64(exactly: expires.timeIntervalSince1970.rounded(.down))
+        else { throw .missingSignature("the signature's dates are out of range") }
         let parameters: OrderedMap<String, RFC9651BareItem> = [
-            "created": .integer(Int64(created.timeIntervalSince1970.rounded(.down))),
-            "expires": .integer(Int64(expires.timeIntervalSince1970.rounded(.down))),
+            "created": .integer(createdSeconds),
+            "expires": .integer(expiresSeconds),
             "keyid": .string(keyID),
             "alg": .string("ed25519"),
         ]
         var items = BareInnerList()
-        for component in components { items.append(Item(bareItem: RFC9651BareItem.string(component), parameters: [:])) }
+        for component in components ?? signedComponents(forStatus: status) {
+            items.append(Item(bareItem: RFC9651BareItem.string(component), parameters: [:]))
+        }
         let covered = InnerList(bareInnerList: items, parameters: parameters)
         let base = try signatureBase(status: status, field: field, covered: covered)
         guard let signature = try? key.privateKey.signature(for: Data(base.utf8)) else { throw .badSignature }
@@ -65,18 +93,20 @@ public enum MessageSignature {
     public struct Received: Sendable {
         /// The key the signer names (`keyid`).
         public var keyID: String
-        /// `created`, when given.
-        public var created: Date?
+        /// `created`.
+        public var created: Date
         /// `expires`.
         public var expires: Date
         let covered: InnerList
         let signature: Data
     }
 
-    /// Finds the signature EmojiArt accepts in a response's fields: one made with `ed25519`
-    /// that covers ``requiredComponents`` and has `keyid` and `expires`.
+    /// Finds the signature labelled ``label`` in a response's fields and checks its shape: made
+    /// with `ed25519`, covering ``requiredComponents(forStatus:)``, with `keyid`, `created` and
+    /// `expires`. Signatures under other labels are ignored, so one a proxy adds does not hide
+    /// the gallery's.
     /// - Throws: ``SignatureFailure/missingSignature(_:)`` saying what is missing.
-    public static func received(field: (String) -> String?) throws(SignatureFailure) -> Received {
+    public static func received(status: Int, field: (String) -> String?) throws(SignatureFailure) -> Received {
         guard let inputField = field("signature-input"), let signatureField = field("signature") else {
             throw .missingSignature("no Signature-Input and Signature fields")
         }
@@ -85,42 +115,50 @@ public enum MessageSignature {
         guard let inputs = try? inputParser.parseDictionaryFieldValue(),
               let signatures = try? signatureParser.parseDictionaryFieldValue()
         else { throw .missingSignature("Signature-Input or Signature is not a structured dictionary") }
-        for (label, member) in inputs {
-            guard case let .innerList(covered) = member,
-                  case let .item(signatureItem)? = signatures[label],
-                  case let .undecodedByteSequence(encoded) = signatureItem.rfc9651BareItem,
-                  let signature = Data(base64Encoded: encoded)
-            else { continue }
-            let names = covered.bareInnerList.compactMap { item -> String? in
-                if case let .string(name) = item.rfc9651BareItem { name } else { nil }
-            }
-            let parameters = covered.rfc9651Parameters
-            guard Set(requiredComponents).isSubset(of: names),
-                  case .string("ed25519")? = parameters["alg"],
-                  case let .string(keyID)? = parameters["keyid"],
-                  case let .integer(expires)? = parameters["expires"]
-            else { continue }
-            var created: Date?
-            if case let .integer(seconds)? = parameters["created"] { created = Date(timeIntervalSince1970: TimeInterval(seconds)) }
-            return Received(
-                keyID: keyID, created: created, expires: Date(timeIntervalSince1970: TimeInterval(expires)),
-                covered: covered, signature: signature
-            )
+        guard let member = inputs[label] else { throw .missingSignature("no signature labelled \(label)") }
+        guard case let .innerList(covered) = member,
+              case let .item(signatureItem)? = signatures[label],
+              case let .undecodedByteSequence(encoded) = signatureItem.rfc9651BareItem,
+              let signature = Data(base64Encoded: encoded)
+        else { throw .missingSignature("the \(label) signature is not an inner list with a byte sequence") }
+        let names = covered.bareInnerList.compactMap { item -> String? in
+            if case let .string(name) = item.rfc9651BareItem { name } else { nil }
         }
-        throw .missingSignature("no ed25519 signature with keyid and expires covering \(requiredComponents.joined(separator: ", "))")
+        let required = requiredComponents(forStatus: status)
+        guard Set(required).isSubset(of: names) else {
+            throw .missingSignature("the \(label) signature does not cover \(required.joined(separator: ", "))")
+        }
+        let parameters = covered.rfc9651Parameters
+        guard case .string("ed25519")? = parameters["alg"] else { throw .missingSignature("the \(label) signature is not made with alg ed25519") }
+        guard case let .string(keyID)? = parameters["keyid"],
+              case let .integer(created)? = parameters["created"],
+              case let .integer(expires)? = parameters["expires"]
+        else { throw .missingSignature("the \(label) signature lacks keyid, created or expires") }
+        return Received(
+            keyID: keyID, created: Date(timeIntervalSince1970: TimeInterval(created)),
+            expires: Date(timeIntervalSince1970: TimeInterval(expires)), covered: covered, signature: signature
+        )
     }
 
-    /// Checks a received signature: its lifetime at `now` (allowing `skew` for clocks that
-    /// differ), then the signature over the fields as received.
-    /// - Throws: ``SignatureFailure/expired(expires:now:)`` or ``SignatureFailure/badSignature``.
+    /// Checks a received signature: its dates at `now` (allowing `skew` for clocks that differ:
+    /// not made in the future, not expired, a lifetime of at most `maximumLifetime`), then the
+    /// signature over the fields as received.
+    /// - Throws: ``SignatureFailure/notYetValid(created:now:)``,
+    ///   ``SignatureFailure/lifetimeTooLong(seconds:maximum:)``,
+    ///   ``SignatureFailure/expired(expires:now:)`` or ``SignatureFailure/badSignature``.
     public static func verify(
         _ received: Received, status: Int, field: (String) -> String?, key: Curve25519.Signing.PublicKey,
-        now: Date, skew: TimeInterval = 60
+        now: Date, skew: TimeInterval = 60, maximumLifetime: TimeInterval = maximumLifetime
     ) throws(SignatureFailure) {
-        if now.timeIntervalSince(received.expires) > skew { throw .expired(expires: received.expires, now: now) }
-        if let created = received.created, created.timeIntervalSince(now) > skew {
-            throw .expired(expires: received.expires, now: now)
+        if received.created.timeIntervalSince(now) > skew { throw .notYetValid(created: received.created, now: now) }
+        let lifetime = received.expires.timeIntervalSince(received.created)
+        guard lifetime >= 0, lifetime <= maximumLifetime else {
+            // Both are whole seconds from 64-bit integers, so their difference is finite; clamp
+            // before converting so no value can trap.
+            let seconds = Int64(exactly: max(-9e15, min(9e15, lifetime.rounded(.down)))) ?? 0
+            throw .lifetimeTooLong(seconds: seconds, maximum: Int64(maximumLifetime))
         }
+        if now.timeIntervalSince(received.expires) > skew { throw .expired(expires: received.expires, now: now) }
         let base = try signatureBase(status: status, field: field, covered: received.covered)
         guard key.isValidSignature(received.signature, for: Data(base.utf8)) else { throw .badSignature }
     }

@@ -12,7 +12,7 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
     case changedKey(trusted: String, offered: String)
     /// A key pinned by fingerprint (`--gallery-key`) is not the gallery's key.
     case unknownKey(expected: String, offered: String)
-    /// The signature's lifetime is over (or it claims to be made in the future).
+    /// The signature's lifetime is over.
     case expired(expires: Date, now: Date)
     /// No `Content-Digest` with `sha-256`.
     case missingDigest
@@ -20,6 +20,17 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
     case digestMismatch
     /// The key could not be fetched or read.
     case keyUnavailable(String)
+    /// The signature says it was made after now (beyond the clock skew allowed).
+    case notYetValid(created: Date, now: Date)
+    /// The signature's lifetime (`expires - created`) is longer than a feed's may be.
+    case lifetimeTooLong(seconds: Int64, maximum: Int64)
+    /// The signature is older than one already accepted with the same key (beyond the clock
+    /// skew allowed): an older answer replayed, a rollback.
+    case replayed(created: Date, newest: Date)
+    /// A 304's signed `ETag` is not the one of the stored feed it claims is current.
+    case etagMismatch(stored: String, offered: String)
+    /// The record of trusted keys could not be used; the text names the file and what to do.
+    case trustStore(String)
 
     /// A short, stable name for metrics labels: `bad_signature`, `expired`, ...
     public var reason: String {
@@ -32,6 +43,11 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .missingDigest: "missing_digest"
         case .digestMismatch: "digest_mismatch"
         case .keyUnavailable: "key_unavailable"
+        case .notYetValid: "not_yet_valid"
+        case .lifetimeTooLong: "lifetime_too_long"
+        case .replayed: "replayed"
+        case .etagMismatch: "etag_mismatch"
+        case .trustStore: "trust_store"
         }
     }
 
@@ -53,6 +69,16 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
             "the feed's bytes do not match its signed Content-Digest: the feed was altered on the way"
         case let .keyUnavailable(detail):
             "the gallery's public key could not be had (\(detail)): is --gallery an EmojiArt gallery?"
+        case let .notYetValid(created, now):
+            "the feed's signature says it was made at \(Self.format(created)), after now (\(Self.format(now))): check this machine's clock and the gallery's"
+        case let .lifetimeTooLong(seconds, maximum):
+            "the feed's signature is valid for \(seconds) s, longer than the \(maximum) s a feed's signature may be: a signature that lives that long could be replayed for too long"
+        case let .replayed(created, newest):
+            "the feed's signature was made at \(Self.format(created)), before one already accepted from this gallery's key (\(Self.format(newest))): an older answer was replayed (a rollback), or the gallery's clock went back"
+        case let .etagMismatch(stored, offered):
+            "the gallery said the feed is unchanged (304) for ETag \(offered), but the stored feed's ETag is \(stored): the stored copy is not confirmed"
+        case let .trustStore(detail):
+            "the trusted gallery keys could not be used: \(detail)"
         }
     }
 

@@ -14,6 +14,9 @@ public enum SigningKeyFile {
         case unreadable(path: String, reason: String)
         /// The file or its directory could not be created.
         case cannotCreate(path: String, reason: String)
+        /// The file is a symbolic link, not a regular file, not owned by this user, or open to
+        /// group or others; `fix` says what to run.
+        case unsafe(path: String, reason: String, fix: String)
 
         public var description: String {
             switch self {
@@ -21,6 +24,8 @@ public enum SigningKeyFile {
                 "the signing key \(path) cannot be used (\(reason)): it must hold one line, the base64 of a raw 32-byte Ed25519 private key; move it away to have a new key made"
             case let .cannotCreate(path, reason):
                 "cannot create the signing key \(path) (\(reason)): pass --signing-key FILE, or set XDG_DATA_HOME to a writable directory"
+            case let .unsafe(path, reason, fix):
+                "the signing key \(path) is not private (\(reason)), so it is not used: \(fix)"
             }
         }
     }
@@ -30,14 +35,41 @@ public enum SigningKeyFile {
         DataDirectory.url.appendingPathComponent("gallery-signing.key")
     }
 
-    /// Reads the key at `path`.
+    /// Reads the key at `path`. Like ssh with a private key, refuses a file that is a symbolic
+    /// link, not a regular file, not owned by this user, or readable or writable by group or
+    /// others: such a key may be known to someone else, and the error says how to fix it.
     public static func read(_ path: URL) throws(Error) -> SigningKey {
-        let text: String
+        let contents: GuardedFile.Contents
         do {
-            text = try String(contentsOf: path, encoding: .utf8)
+            // One line of base64 of 32 bytes is 45 bytes; anything much larger is not a key.
+            contents = try GuardedFile.read(path.path, limit: 1_024)
         } catch {
-            throw .unreadable(path: path.path, reason: "\(error.localizedDescription)")
+            switch error {
+            case .symbolicLink:
+                throw .unsafe(path: path.path, reason: "it is a symbolic link", fix: "replace the link with the key file itself, mode 0600")
+            case .notRegularFile:
+                throw .unsafe(path: path.path, reason: "it is not a regular file", fix: "put the key in a regular file, mode 0600")
+            case let .tooLarge(size, _):
+                throw .unreadable(path: path.path, reason: "it holds \(size) bytes, not one line")
+            case .noSuchFile:
+                throw .unreadable(path: path.path, reason: "there is no such file")
+            case let .unreadable(reason):
+                throw .unreadable(path: path.path, reason: reason)
+            }
         }
+        guard contents.owner == GuardedFile.currentUser else {
+            throw .unsafe(
+                path: path.path, reason: "it is owned by user \(contents.owner), not by this user (\(GuardedFile.currentUser))",
+                fix: "chown $(id -u) \(path.path), after checking that the key is yours"
+            )
+        }
+        guard contents.permissions & 0o077 == 0 else {
+            throw .unsafe(
+                path: path.path, reason: "its mode is \(String(contents.permissions, radix: 8)): group or others may read or change it",
+                fix: "chmod 600 \(path.path)"
+            )
+        }
+        let text = String(decoding: contents.bytes, as: UTF8.self)
         guard let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32,
               let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
         else { throw .unreadable(path: path.path, reason: "not the base64 of 32 bytes") }
@@ -47,7 +79,9 @@ public enum SigningKeyFile {
     /// Reads the key at `path`, or creates a new one there when there is no file yet.
     /// - Returns: the key, and whether it was just created.
     public static func readOrCreate(_ path: URL) throws(Error) -> (key: SigningKey, created: Bool) {
-        if FileManager.default.fileExists(atPath: path.path) { return (try read(path), false) }
+        // lstat, not fileExists: a dangling symbolic link is refused by `read`, never replaced.
+        var existing = stat()
+        if lstat(path.path, &existing) == 0 { return (try read(path), false) }
         let key = SigningKey()
         let directory = path.deletingLastPathComponent()
         do {
@@ -56,7 +90,7 @@ public enum SigningKeyFile {
             throw .cannotCreate(path: path.path, reason: "\(error.localizedDescription)")
         }
         // O_EXCL: two galleries starting at once never overwrite each other's key.
-        let descriptor = open(path.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        let descriptor = open(path.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             if errno == EEXIST { return (try read(path), false) }
             throw .cannotCreate(path: path.path, reason: String(cString: strerror(errno)))

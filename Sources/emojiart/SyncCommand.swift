@@ -9,7 +9,7 @@ struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sync",
         abstract: "Load the feed, verify every image, fetch every thumbnail, print a summary.",
-        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. The feed is authenticated first (its signature, with the gallery's pinned or trusted key); a feed that fails is not used. On a warm cache, fresh images cost no request, stale ones one conditional request (304 when unchanged) and changed ones one download; the summary counts each request by its answer (downloaded, not modified, not found, error answers, no answer; they add up to origin fetches). The gallery's 404s for its missing pieces are remembered with their lifetime, so offline and while the gallery is down those pieces are listed as missing, not failed. With --offline nothing is sent: what the cache does not hold is listed as not cached. Exit status 0 when every image the gallery has verifies; 1 on any mismatch, failure or image not cached offline, or a feed that cannot be authenticated (the gallery's missing pieces 0, 10 and 20 do not count)."
+        discussion: "Shows a live progress bar on a terminal and plain lines otherwise. The feed is authenticated first (its signature, with the gallery's pinned or trusted key); a feed that fails is not used. On a warm cache, fresh images cost no request, stale ones one conditional request (304 when unchanged) and changed ones one download; the summary counts each request by its answer (downloaded, not modified, not found, error answers, no answer; they add up to origin fetches). The gallery's 404s for its missing pieces are remembered with their lifetime, so offline and while the gallery is down those pieces are listed as missing, not failed. With --offline nothing is sent: what the cache does not hold is listed as not cached. Exit status 0 when every image the gallery has verifies; 1 on any mismatch, failure or image not cached offline, or a feed that cannot be authenticated (the gallery's missing pieces 0, 10 and 20 do not count). When the gallery's answer cannot be authenticated but a feed was stored, the stored catalog is verified and the summary says it could not be re-authenticated and when it last was; the exit status is 1 then too."
     )
 
     @OptionGroup var client: GalleryClientOptions
@@ -40,6 +40,8 @@ struct SyncCommand: AsyncParsableCommand {
         if tty { print("") }
         print(TerminalText.summary(report))
         if !report.succeeded { throw ExitCode(1) }
+        // The catalog was not confirmed by the gallery: its images may verify against an old feed.
+        if report.feedOrigin?.isNotReauthenticated == true { throw ExitCode(1) }
     }
 }
 

@@ -13,6 +13,8 @@ final class RunningCluster: Sendable {
     let process: Process
     let edge: String
     let gallery: String
+    /// The shield in front of the gallery: the instances' `--gallery`.
+    let shield: String
     /// Each instance's address and pid.
     let instances: [(url: String, pid: Int32)]
     /// Made once the cluster is up: a client that is never shut down stops the whole test process.
@@ -46,7 +48,8 @@ final class RunningCluster: Sendable {
             line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) }
         }
         guard let edge = lines.compactMap({ value(after: "cluster: open ", in: $0) }).first,
-              let gallery = lines.compactMap({ value(after: "gallery ", in: $0) }).first
+              let gallery = lines.compactMap({ value(after: "gallery ", in: $0) }).first,
+              let shield = lines.compactMap({ value(after: "shield ", in: $0) }).first
         else {
             process.terminate()
             process.waitUntilExit()
@@ -55,6 +58,7 @@ final class RunningCluster: Sendable {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
         self.edge = edge.hasSuffix("/") ? String(edge.dropLast()) : edge
         self.gallery = gallery
+        self.shield = shield
         instances = lines.filter { $0.hasPrefix("cluster: instance ") }.compactMap { line in
             guard let url = value(after: ": ", in: line.replacingOccurrences(of: "cluster: instance", with: "")),
                   let pid = value(after: " pid ", in: line).flatMap(Int32.init) else { return nil }
@@ -67,7 +71,7 @@ final class RunningCluster: Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    /// GET `url` (a path is taken as the edge's) with `headers`: status, headers and body.
+    /// GET `url` (a path is taken as the edge's), with `headers`: status, headers and body.
     func get(_ url: String, headers: [(String, String)] = []) async throws -> (status: Int, headers: HTTPHeaders, body: [UInt8]) {
         let full = url.hasPrefix("http") ? url : edge + url
         var request = HTTPClientRequest(url: full)
@@ -75,6 +79,20 @@ final class RunningCluster: Sendable {
         let response = try await client.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 10 << 20)
         return (Int(response.status.code), response.headers, Array(buffer: body))
+    }
+
+    /// Waits until every instance has verified the catalog: follows each one's `/events` until
+    /// its phase is `ready` (the stream starts with the current phase).
+    func waitUntilEveryInstanceIsReady() async throws {
+        for instance in instances {
+            let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(120))
+            var text = ""
+            for try await chunk in response.body {
+                text += String(buffer: chunk)
+                if text.contains(#""name":"ready""#) { break }
+            }
+            guard text.contains(#""name":"ready""#) else { throw ClusterError("\(instance.url) ended its events before it was ready") }
+        }
     }
 
     /// Sums the samples of `metric` (any labels) on the /metrics page at `base`.
@@ -240,6 +258,41 @@ final class RunningCluster: Sendable {
             #expect(revalidated.status == 304 && revalidated.body.isEmpty)
             #expect(revalidated.headers.first(name: "etag") == etag)
             #expect(Self.edgeCacheFiles(directory.url) == kept, "a plain URL is not kept")
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
+    @Test func theFeedsSignedAnswersPassTheShieldEndToEnd304sIncluded() async throws {
+        let cluster = try await RunningCluster()
+        do {
+            // At the shield: the signed feed, and for its ETag a signed 304, as the gallery sent them.
+            let feed = try await cluster.get(cluster.shield + "/gallery/images")
+            #expect(feed.status == 200 && feed.headers.first(name: "signature-input")?.hasPrefix("feed=") == true)
+            let etag = try #require(feed.headers.first(name: "etag"))
+            let notModified = try await cluster.get(cluster.shield + "/gallery/images", headers: [("If-None-Match", etag)])
+            #expect(notModified.status == 304, "the shield passes the conditional on")
+            #expect(notModified.headers.first(name: "signature-input")?.hasPrefix(#"feed=("@status" "etag")"#) == true)
+            #expect(notModified.headers.first(name: "signature") != nil && notModified.headers.first(name: "etag") == etag)
+
+            // Through the cluster: loading the catalog revalidates the instance's feed through the
+            // shield, a signed 304 it accepts: the gallery sends no feed body, the page has no notice.
+            let served = { try await cluster.metric("gallery_bytes_served_total", at: cluster.gallery).values.reduce(0, +) }
+            try await cluster.waitUntilEveryInstanceIsReady()
+            _ = try await cluster.get("/")
+            let before = try await served()
+            #expect(before > 0, "the gallery counts what it serves")
+            for _ in 0..<2 {
+                let page = String(decoding: try await cluster.get("/").body, as: UTF8.self)
+                #expect(page.contains("src=\"/thumbs/") && !page.contains("could not be re-authenticated"))
+            }
+            #expect(try await served() == before, "the feed was confirmed by 304s, not downloaded again")
+            for instance in cluster.instances {
+                let refused = try await cluster.metric("emojiart_feed_signature_failures_total", at: instance.url)
+                #expect(refused.values.allSatisfy { $0 == 0 }, "\(instance.url): \(refused)")
+            }
         } catch {
             try await cluster.stop()
             throw error

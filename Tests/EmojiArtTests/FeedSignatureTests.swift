@@ -28,7 +28,7 @@ import TestSupport
             let feed = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(10))
             let body = try await feed.body.collect(upTo: 1_000_000)
             let input = try #require(feed.headers.first(name: "signature-input"))
-            #expect(input.hasPrefix(#"feed=("@status" "content-type" "content-digest");created="#))
+            #expect(input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest");created="#))
             #expect(input.contains(#"keyid="\#(jwk.thumbprint)""#) && input.contains(#"alg="ed25519""#) && input.contains(";expires="))
             #expect(feed.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: body.readableBytesView))
 
@@ -157,16 +157,27 @@ import TestSupport
                     try await again.loadImages()
                     #expect(again.feedKey.value?.trustedOnFirstUse == false)
 
-                    // The same URL now answers with another key: refused, naming both keys and the way out.
+                    // The same URL now answers with another key: refused, naming both keys and the
+                    // way out; the stored catalog is shown, marked as not re-authenticated.
                     proxy.route(to: URL(string: "http://127.0.0.1:\(rotatedPort)")!)
                     let refused = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
-                    let error = await #expect(throws: EmojiArtModel.Error.self) { try await refused.loadImages() }
-                    #expect(error == .unauthenticatedFeed(
-                        url: proxyURL.absoluteString + "/gallery/images",
-                        failure: .changedKey(trusted: testGalleryKey.fingerprint, offered: other.fingerprint)
-                    ))
-                    let message = error?.description ?? ""
+                    try await refused.loadImages()
+                    let failure = SignatureFailure.changedKey(trusted: testGalleryKey.fingerprint, offered: other.fingerprint)
+                    guard case .notReauthenticated(failure, _)? = refused.feedOrigin.value else {
+                        Issue.record("not refused: \(String(describing: refused.feedOrigin.value))")
+                        return
+                    }
+                    // Its feed has the same ETag: its 304, signed by its key, is refused, and so is
+                    // the 200 asked for then.
+                    #expect(refused.signatureFailures.value == ["changed_key": 2] && refused.feedRefusal.value == failure)
+                    let message = refused.feedOrigin.value?.notReauthenticatedText ?? ""
                     #expect(message.contains(testGalleryKey.fingerprint) && message.contains(other.fingerprint) && message.contains("emojiart trust"))
+                    // With nothing stored, the refusal is the whole answer.
+                    let emptyDirectory = TemporaryDirectory()
+                    let empty = ImageDatabase(configuration: .init(directory: emptyDirectory.url, synchronizesWrites: false))
+                    let nothingStored = EmojiArtModel(galleryURL: proxyURL, database: empty, trust: .firstUse(store))
+                    let error = await #expect(throws: EmojiArtModel.Error.self) { try await nothingStored.loadImages() }
+                    #expect(error == .unauthenticatedFeed(url: proxyURL.absoluteString + "/gallery/images", failure: failure))
 
                     // Trusting the new key (what `emojiart trust` does) lets it through.
                     try store.trust(try await GalleryKeys.published(by: proxyURL), for: proxyURL)

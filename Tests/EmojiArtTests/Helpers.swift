@@ -45,8 +45,17 @@ func galleryImageRequests(_ galleryURL: URL) async throws -> [Int: Int] {
 /// The key every test gallery signs its feed with.
 let testGalleryKey = SigningKey()
 
-/// Trust in exactly the test galleries' key: no test reads or writes the machine's trust file.
-let testGalleryTrust = GalleryTrust.pinned(fingerprint: testGalleryKey.fingerprint)
+/// Where the test galleries' trust files are: one directory per test process.
+let testTrustDirectory = TemporaryDirectory("emojiart-test-trust")
+
+/// A trust file of its own, in ``testTrustDirectory``.
+func testTrustStore() -> TrustStore {
+    TrustStore(file: testTrustDirectory.url.appendingPathComponent("\(UUID().uuidString).json"))
+}
+
+/// Trust in exactly the test galleries' key, with a trust file of its own: no test reads or
+/// writes the machine's trust file, and no test sees the newest signature another accepted.
+var testGalleryTrust: GalleryTrust { .pinned(fingerprint: testGalleryKey.fingerprint, store: testTrustStore()) }
 
 /// A model of the gallery at `galleryURL` that trusts the test galleries' key.
 func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8) -> EmojiArtModel {

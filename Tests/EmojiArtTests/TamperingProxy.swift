@@ -28,12 +28,31 @@ final class TamperingProxy: Sendable {
         case removeSignature
         /// Alters the feed and signs it anew with its own key.
         case resign(SigningKey)
+        /// Answers every feed request `304 Not Modified`, unsigned, with the `ETag` asked for.
+        case notModifiedUnsigned
+        /// Answers every feed request `304 Not Modified` with the `ETag` asked for (or `etag`),
+        /// signed over `@status` and `etag` by `key`.
+        case notModifiedSigned(by: SigningKey, etag: String? = nil)
+        /// Passes everything through but drops the signature of the feed's 304s: a gallery from
+        /// before 304s were signed.
+        case unsignedNotModifiedThrough
+        /// Answers the feed with the feed answer (a 200) it passed on first: an older, validly
+        /// signed feed replayed.
+        case replayFirstFeed
+        /// Passes everything through, and adds its own ed25519 signature under another label
+        /// before the gallery's, as a signing proxy would.
+        case addOwnSignatureFirst(SigningKey)
+        /// Passes everything through, and runs `action` when the gallery's key is asked for:
+        /// something another process does at that very moment.
+        case beforeKey(@Sendable () throws -> Void)
     }
 
     /// The bytes served instead of a replaced image.
     static let forgedImage: [UInt8] = Array("not the gallery's art".utf8)
 
     private let state: Mutex<(upstream: URL, attack: Attack)>
+    /// Every feed 200 passed on, as it was: status, fields and body.
+    private let recordedFeeds = Mutex<[(headers: HTTPHeaders, body: [UInt8])]>([])
 
     init(upstream: URL, attack: Attack = .none) {
         state = Mutex((upstream, attack))
@@ -59,13 +78,59 @@ final class TamperingProxy: Sendable {
 
     private func forward(_ request: Request) async throws -> Response {
         let (upstream, attack) = state.withLock { ($0.upstream, $0.attack) }
-        let response = try await HTTPClient.shared.execute(
-            HTTPClientRequest(url: upstream.absoluteString + request.uri.string), timeout: .seconds(30)
-        )
+        let isFeed = request.uri.path == "/gallery/images"
+        let asked = request.headers[.ifNoneMatch]
+        switch attack {
+        case .notModifiedUnsigned where isFeed:
+            return Response(status: .notModified, headers: [.eTag: asked ?? "\"forged\"", .cacheControl: "no-cache"])
+        case let .notModifiedSigned(key, etag) where isFeed:
+            var fields: HTTPFields = [.eTag: etag ?? asked ?? "\"forged\"", .cacheControl: "no-cache"]
+            let signed = fields
+            let signature = try MessageSignature.sign(
+                status: 304, field: { name in HTTPField.Name(name).flatMap { signed[$0] } }, key: key, keyID: key.fingerprint,
+                created: Date(), expires: Date().addingTimeInterval(3600)
+            )
+            fields[HTTPField.Name("Signature-Input")!] = signature.signatureInput
+            fields[HTTPField.Name("Signature")!] = signature.signature
+            return Response(status: .notModified, headers: fields)
+        case let .beforeKey(action) where request.uri.path == "/gallery/key":
+            try action()
+        case .replayFirstFeed where isFeed:
+            if let first = recordedFeeds.withLock({ $0.first }) { return Self.response(status: 200, headers: first.headers, body: first.body) }
+        default:
+            break
+        }
+        var upstreamRequest = HTTPClientRequest(url: upstream.absoluteString + request.uri.string)
+        // Conditionals pass on, so the gallery answers 304s through the proxy; not for the
+        // attacks on a feed's body, which need the whole feed to alter.
+        let altersBodies = switch attack {
+        case .changePrice, .replaceChecksumAndImage, .removeSignature, .resign: true
+        default: false
+        }
+        if !altersBodies {
+            if let asked { upstreamRequest.headers.add(name: "If-None-Match", value: asked) }
+            if let since = request.headers[.ifModifiedSince] { upstreamRequest.headers.add(name: "If-Modified-Since", value: since) }
+        }
+        let response = try await HTTPClient.shared.execute(upstreamRequest, timeout: .seconds(30))
         var body = [UInt8](buffer: try await response.body.collect(upTo: 8 * 1024 * 1024))
         var headers = response.headers
-        let isFeed = request.uri.path == "/gallery/images"
+        if isFeed, response.status == .ok { recordedFeeds.withLock { $0.append((headers, body)) } }
         switch attack {
+        case .unsignedNotModifiedThrough where isFeed && response.status == .notModified:
+            headers.remove(name: "Signature")
+            headers.remove(name: "Signature-Input")
+        case let .addOwnSignatureFirst(key) where isFeed:
+            let fields = headers
+            let own = try MessageSignature.sign(
+                status: Int(response.status.code), field: { fields[$0].first }, key: key, keyID: key.fingerprint,
+                created: Date(), expires: Date().addingTimeInterval(3600), label: "proxy"
+            )
+            // A field line of its own, first: the app joins the lines into one dictionary.
+            let inputs = headers["Signature-Input"], signatures = headers["Signature"]
+            headers.remove(name: "Signature-Input")
+            headers.remove(name: "Signature")
+            for value in [own.signatureInput] + inputs { headers.add(name: "Signature-Input", value: value) }
+            for value in [own.signature] + signatures { headers.add(name: "Signature", value: value) }
         case .none:
             break
         case .changePrice where isFeed:
@@ -96,13 +161,16 @@ final class TamperingProxy: Sendable {
         default:
             break
         }
+        return Self.response(status: Int(response.status.code), headers: headers, body: body)
+    }
+
+    /// The answer passed on: `headers` but their framing, and `body`.
+    private static func response(status: Int, headers: HTTPHeaders, body: [UInt8]) -> Response {
         var fields = HTTPFields()
         for header in headers where header.name.lowercased() != "content-length" && header.name.lowercased() != "transfer-encoding" {
             if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
         }
-        return Response(
-            status: .init(code: Int(response.status.code)), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body))
-        )
+        return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     private static func editFeed(_ bytes: [UInt8], _ edit: (inout [EmojiArt.ImageFile]) -> Void) throws -> [UInt8] {

@@ -17,7 +17,8 @@
 ///   not buffered.
 /// - The shield: a second `server` on its own port in front of the gallery, with its own cache and
 ///   `proxy_cache_lock`, which the instances use as their gallery: the whole cluster asks the
-///   gallery once per piece.
+///   gallery once per piece. The signed feed is passed through uncached, its conditionals and
+///   signed 304s end to end.
 /// - Keep-alive connections to every upstream.
 public struct EdgeConfiguration: Sendable, Hashable {
     /// Ports of the app instances on `host`.
@@ -159,6 +160,13 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 listen \(host):\(shieldPort);
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
+
+                # The signed feed passes end to end, conditionals both ways: it is no-cache (never
+                # stored here), and a cached location would drop If-None-Match on the way up and so
+                # turn every signed 304 into a whole download.
+                location = /gallery/images {
+                    proxy_pass http://emojiart_gallery;
+                }
 
                 location / {
                     proxy_pass http://emojiart_gallery;

@@ -22,10 +22,10 @@ extension EmojiArtModel {
     /// keeps it in the cache.
     ///
     /// The feed is `no-cache`: a stored copy is revalidated every time (`If-None-Match`), and a
-    /// 304 reuses it without downloading, re-checking or re-hashing it (it was authenticated
-    /// when it arrived, and is kept under the fingerprint of the key that verified it). When the
-    /// gallery cannot be reached or fails, the stored copy is used and ``feedOrigin`` says so;
-    /// offline, only the stored copy is.
+    /// 304 signed by the key the stored copy was verified with, for its `ETag`, reuses it without
+    /// downloading or re-hashing it (it is kept under the fingerprint of the key that verified
+    /// it). When the gallery cannot be reached or fails, or its answer cannot be authenticated,
+    /// the stored copy is used and ``feedOrigin`` says so; offline, only the stored copy is.
     /// - Throws: ``Error/galleryUnavailable(url:reason:)`` (and nothing stored),
     ///   ``Error/unauthenticatedFeed(url:failure:)``, ``Error/invalidFeed(url:reason:)`` or
     ///   ``Error/feedNotCached(url:)``.
@@ -39,7 +39,8 @@ extension EmojiArtModel {
     /// did not) and, when it did, verifies the new feed in the background: changed pieces are
     /// downloaded and checked against their new checksums, unchanged ones come from the cache.
     /// The catalog page calls it on every load. Offline, or while a run is going on, it does
-    /// nothing; when the gallery cannot be reached, ``feedOrigin`` says so and the catalog stays.
+    /// nothing; when the gallery cannot be reached, or its answer cannot be authenticated,
+    /// ``feedOrigin`` says so and the catalog stays.
     /// - Returns: whether a new verification started.
     @discardableResult
     public func refreshIfFeedChanged() async -> Bool {
@@ -49,10 +50,14 @@ extension EmojiArtModel {
             fetched = try await fetchFeed()
         } catch {
             logger.warning("the catalog stays as it is: \(error)")
+            // Not only logged: the page says the catalog shown is no longer confirmed.
+            if case let .unauthenticatedFeed(_, failure)? = error as? Error {
+                feedOrigin.update { $0 = .notReauthenticated(failure: failure, lastAuthenticated: feedAuthenticatedAt) }
+            }
             return false
         }
         guard fetched.bytes != adoptedFeed else {
-            feedOrigin.update { $0 = fetched.origin }
+            noteOrigin(fetched)
             return false
         }
         do {
@@ -74,72 +79,161 @@ extension EmojiArtModel {
         var bytes: [UInt8]
         var key: FeedKey
         var origin: FeedOrigin
+        /// When the feed was last authenticated (downloaded and verified, or confirmed by a
+        /// signed 304), when known.
+        var authenticatedAt: Date?
+    }
+
+    /// The stored feed a request can be made conditional on, with the key it was verified with.
+    struct StoredFeed: Sendable {
+        var image: Image
+        var fingerprint: String
+
+        /// The feed's bytes as found, under `origin`.
+        func fetched(_ origin: FeedOrigin) -> FetchedFeed {
+            FetchedFeed(
+                bytes: image.data, key: FeedKey(fingerprint: fingerprint, trustedOnFirstUse: false), origin: origin,
+                authenticatedAt: image.cacheHeaders?.responseTime
+            )
+        }
     }
 
     /// Gets the feed's bytes: from the gallery (conditionally on the stored copy), or the stored
-    /// copy (a 304, offline, or the gallery unreachable); authenticates what is downloaded and
-    /// stores it.
+    /// copy (a signed 304, offline, or the gallery unreachable); authenticates what is
+    /// downloaded and stores it.
+    ///
+    /// A 304 that does not authenticate (unsigned, another key, another `ETag`, older than a
+    /// signature already accepted) is refused like a forged feed, and the gallery is asked once
+    /// more without validators, so a gallery that does not sign its 304s still gets its signed
+    /// feed through. When that fails too, or a downloaded feed is refused, a stored feed is
+    /// still shown, as ``FeedOrigin/notReauthenticated(failure:lastAuthenticated:)``.
     private func fetchFeed() async throws -> FetchedFeed {
         let url = feedURL
-        let trusted = authenticator.trustedFingerprint()
-        var stored: Image?
-        if let trusted { stored = await database.cachedImage(forKey: feedCacheKey(fingerprint: trusted)) }
-        if cachePolicy == .returnCacheDataDontLoad {
-            guard let stored, let trusted else { throw Error.feedNotCached(url: url) }
-            return FetchedFeed(bytes: stored.data, key: FeedKey(fingerprint: trusted, trustedOnFirstUse: false), origin: .offline)
+        let trusted: String?
+        do {
+            trusted = try authenticator.trustedFingerprint()
+        } catch {
+            refuse(error)
+            throw Error.unauthenticatedFeed(url: url, failure: error)
         }
+        var stored: StoredFeed?
+        if let trusted, let image = await database.cachedImage(forKey: feedCacheKey(fingerprint: trusted)) {
+            stored = StoredFeed(image: image, fingerprint: trusted)
+        }
+        if cachePolicy == .returnCacheDataDontLoad {
+            guard let stored else { throw Error.feedNotCached(url: url) }
+            return stored.fetched(.offline)
+        }
+        do {
+            do {
+                return try await exchange(conditionalOn: stored)
+            } catch let refused as NotModifiedRefused {
+                // Maybe a gallery that does not sign its 304s: ask once for the signed feed.
+                logger.warning("the gallery's 304 is refused (\(refused.failure)): asking again for the whole feed")
+                do {
+                    return try await exchange(conditionalOn: nil)
+                } catch let Error.galleryUnavailable(_, reason) {
+                    logger.warning("asking again failed (\(reason))")
+                    throw Error.unauthenticatedFeed(url: url, failure: refused.failure)
+                }
+            }
+        } catch let Error.unauthenticatedFeed(_, failure) {
+            guard let stored else { throw Error.unauthenticatedFeed(url: url, failure: failure) }
+            logger.warning("the stored catalog is shown but not re-authenticated: \(failure)")
+            return stored.fetched(.notReauthenticated(failure: failure, lastAuthenticated: stored.image.cacheHeaders?.responseTime))
+        } catch let Error.galleryUnavailable(_, reason) {
+            guard let stored else { throw Error.galleryUnavailable(url: url, reason: reason) }
+            logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason)): using the stored catalog")
+            return stored.fetched(.galleryUnreachable(reason: reason))
+        }
+    }
+
+    /// A 304 that did not authenticate: the caller asks again without validators.
+    struct NotModifiedRefused: Swift.Error {
+        let failure: SignatureFailure
+    }
+
+    /// One request for the feed, conditional on `stored` when given, and its answer
+    /// authenticated: a signed 304 for the stored feed, or a signed 200 (then stored).
+    /// - Throws: ``Error/galleryUnavailable(url:reason:)``, ``Error/unauthenticatedFeed(url:failure:)``
+    ///   or, for a 304 that does not authenticate, ``NotModifiedRefused``.
+    private func exchange(conditionalOn stored: StoredFeed?) async throws -> FetchedFeed {
+        let url = feedURL
         var request = HTTPClientRequest(url: url)
-        for (name, value) in stored?.cacheHeaders?.conditionalFields ?? [] { request.headers.add(name: name, value: value) }
+        let conditional = stored?.image.cacheHeaders?.conditionalFields ?? []
+        for (name, value) in conditional { request.headers.add(name: name, value: value) }
         let requestTime = now()
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
             response = try await client.execute(request, timeout: .seconds(15))
-            if response.status == .notModified, let stored, let trusted, let headers = stored.cacheHeaders {
-                var refreshed = stored
-                refreshed.cacheHeaders = headers.updated(
-                    withNotModified: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: now()
-                )
-                await database.store(image: refreshed, forKey: feedCacheKey(fingerprint: trusted))
-                return FetchedFeed(bytes: stored.data, key: FeedKey(fingerprint: trusted, trustedOnFirstUse: false), origin: .revalidated)
+            if response.status == .notModified, let stored, let headers = stored.image.cacheHeaders, !conditional.isEmpty {
+                do {
+                    _ = try await authenticator.authenticateNotModified(
+                        headers: response.headers, storedETag: headers.etag, fingerprint: stored.fingerprint
+                    )
+                } catch {
+                    refuse(error)
+                    throw NotModifiedRefused(failure: error)
+                }
+                // Authenticated: the stored feed is current. Only the exchange's times are
+                // taken from the 304; its other fields are not covered by the signature.
+                var refreshed = stored.image
+                let responseTime = now()
+                refreshed.cacheHeaders = headers.updated(withNotModified: [], requestTime: requestTime, responseTime: responseTime)
+                await database.store(image: refreshed, forKey: feedCacheKey(fingerprint: stored.fingerprint))
+                var fetched = stored.fetched(.revalidated)
+                fetched.authenticatedAt = responseTime
+                return fetched
             }
             guard response.status == .ok else {
                 throw Error.galleryUnavailable(url: url, reason: "HTTP \(response.status.code)")
             }
             body = try await response.body.collect(upTo: 4 * 1024 * 1024)
+        } catch let error as Error {
+            throw error
+        } catch let error as NotModifiedRefused {
+            throw error
         } catch {
-            let failure = error as? Error ?? Error.galleryUnavailable(url: url, reason: Self.reason(error))
-            guard case let .galleryUnavailable(_, reason) = failure, let stored, let trusted else { throw failure }
-            logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason)): using the stored catalog")
-            return FetchedFeed(
-                bytes: stored.data, key: FeedKey(fingerprint: trusted, trustedOnFirstUse: false),
-                origin: .galleryUnreachable(reason: reason)
-            )
+            throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
         }
         let outcome: FeedAuthenticator.Outcome
         do {
             outcome = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body)
         } catch {
-            signatureFailures.update { $0[error.reason, default: 0] += 1 }
-            feedRefusal.update { $0 = error }
+            refuse(error)
             throw Error.unauthenticatedFeed(url: url, failure: error)
         }
         let bytes = Array(body.readableBytesView)
-        let headers = CacheHeaders(fields: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: now())
+        let responseTime = now()
+        let headers = CacheHeaders(fields: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: responseTime)
         if !headers.cacheControl.noStore {
             let entry = Image(data: bytes, contentType: response.headers.first(name: "content-type") ?? "application/json", cacheHeaders: headers)
             await database.store(image: entry, forKey: feedCacheKey(fingerprint: outcome.fingerprint))
         }
         return FetchedFeed(
             bytes: bytes, key: FeedKey(fingerprint: outcome.fingerprint, trustedOnFirstUse: outcome.trustedOnFirstUse),
-            origin: .downloaded
+            origin: .downloaded, authenticatedAt: responseTime
         )
+    }
+
+    /// Counts a refused answer by its reason (on `/metrics`) and makes it the latest word.
+    private func refuse(_ failure: SignatureFailure) {
+        signatureFailures.update { $0[failure.reason, default: 0] += 1 }
+        feedRefusal.update { $0 = failure }
+    }
+
+    /// Records where the feed in use came from, and when it was last authenticated.
+    private func noteOrigin(_ fetched: FetchedFeed) {
+        feedOrigin.update { $0 = fetched.origin }
+        if let authenticatedAt = fetched.authenticatedAt { feedAuthenticatedAt = authenticatedAt }
+        if case .notReauthenticated = fetched.origin {} else { feedRefusal.update { $0 = nil } }
     }
 
     /// Decodes authenticated feed bytes and makes them the model's feed.
     @discardableResult
     private func adopt(_ fetched: FetchedFeed) throws -> [ImageFile] {
-        let (bytes, key, origin) = (fetched.bytes, fetched.key, fetched.origin)
+        let (bytes, key) = (fetched.bytes, fetched.key)
         let feed: [ImageFile]
         do {
             feed = try JSONDecoder().decode([ImageFile].self, from: Data(bytes))
@@ -147,8 +241,7 @@ extension EmojiArtModel {
             throw Error.invalidFeed(url: feedURL, reason: "\(error)")
         }
         adoptedFeed = bytes
-        feedRefusal.update { $0 = nil }
-        feedOrigin.update { $0 = origin }
+        noteOrigin(fetched)
         feedKey.update { $0 = key }
         if key.trustedOnFirstUse {
             logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")

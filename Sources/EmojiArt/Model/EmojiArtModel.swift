@@ -87,10 +87,27 @@ public actor EmojiArtModel {
         case offline
         /// The stored copy, because the gallery could not be reached; `reason` says why.
         case galleryUnreachable(reason: String)
+        /// The stored copy, because the gallery's answer could not be authenticated (a 304 not
+        /// signed by the stored feed's key for its `ETag`, and asking again failed too, or a
+        /// refused feed): shown, but no longer confirmed. `lastAuthenticated` is when it last was.
+        case notReauthenticated(failure: SignatureFailure, lastAuthenticated: Date?)
 
         /// Whether the gallery was asked and did not answer.
         public var isGalleryUnreachable: Bool {
             if case .galleryUnreachable = self { true } else { false }
+        }
+
+        /// What the page and `sync` say about a feed that could not be re-authenticated, `nil`
+        /// for any other origin: why, and since when the catalog is not confirmed.
+        public var notReauthenticatedText: String? {
+            guard case let .notReauthenticated(failure, lastAuthenticated) = self else { return nil }
+            let since = lastAuthenticated.map { "it was last authenticated at \($0.formatted(.iso8601))" } ?? "when it was last authenticated is not known"
+            return "The catalog could not be re-authenticated (\(failure)); \(since), and it is shown as it was then."
+        }
+
+        /// Whether the feed shown could not be re-authenticated.
+        public var isNotReauthenticated: Bool {
+            if case .notReauthenticated = self { true } else { false }
         }
     }
 
@@ -115,6 +132,8 @@ public actor EmojiArtModel {
 
     /// The bytes of the feed in use, to tell a changed feed from the same one again.
     var adoptedFeed: [UInt8] = []
+    /// When the feed in use was last authenticated, when known.
+    var feedAuthenticatedAt: Date?
     let client: HTTPClient
     let authenticator: FeedAuthenticator
     let logger: Logger

@@ -4,15 +4,29 @@ public import ImageCache
 public import MessageSignatures
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// Authenticates the gallery's feed as it arrives, before any entry is used: the signature's key
-/// (pinned, remembered, or learnt on first use), its lifetime, the signature over the status,
-/// type and digest, and the digest over the body's bytes.
+/// (pinned, remembered, or learnt on first use), its dates (not in the future, not expired, not
+/// older than one already accepted from that key, a lifetime of at most a day), the signature
+/// over the status, `ETag`, type and digest, and the digest over the body's bytes. A 304 is
+/// authenticated too: signed by the key the stored feed was verified with, for its `ETag`.
 struct FeedAuthenticator: Sendable {
     let galleryURL: URL
     let trust: GalleryTrust
     let client: HTTPClient
     let now: @Sendable () -> Date
+    /// The clock skew allowed between the gallery and this machine.
+    let skew: TimeInterval = 60
+    /// The pinned key as the gallery published it, once fetched and matched with the pin.
+    private let pinnedKey = PinnedKey()
+
+    init(galleryURL: URL, trust: GalleryTrust, client: HTTPClient, now: @escaping @Sendable () -> Date) {
+        self.galleryURL = galleryURL
+        self.trust = trust
+        self.client = client
+        self.now = now
+    }
 
     /// A feed that passed.
     struct Outcome: Sendable, Hashable {
@@ -24,34 +38,36 @@ struct FeedAuthenticator: Sendable {
 
     /// The fingerprint of the key a feed of this gallery must be signed with now, when one is
     /// known (pinned, or remembered from an earlier contact).
-    func trustedFingerprint() -> String? {
+    /// - Throws: ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
+    func trustedFingerprint() throws(SignatureFailure) -> String? {
         switch trust {
-        case let .pinned(fingerprint): fingerprint
-        case let .firstUse(store): (try? store.key(for: galleryURL))?.thumbprint
+        case let .pinned(fingerprint, _): return fingerprint
+        case let .firstUse(store):
+            do {
+                return try store.key(for: galleryURL)?.thumbprint
+            } catch {
+                throw .trustStore(error.description)
+            }
         }
     }
 
     /// Checks a feed response; on first contact with a gallery (and no pin), remembers its key
-    /// once the feed verified with it.
+    /// once the feed verified with it, unless another was stored meanwhile.
     func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer) async throws(SignatureFailure) -> Outcome {
-        let field: (String) -> String? = { name in
-            let values = headers[name]
-            return values.isEmpty ? nil : values.joined(separator: ", ")
-        }
-        let received = try MessageSignature.received(field: field)
+        let field = Self.field(headers)
+        let received = try MessageSignature.received(status: status, field: field)
         let key: JSONWebKey
         var firstUse: TrustStore?
         switch trust {
-        case let .pinned(fingerprint):
+        case let .pinned(fingerprint, _):
             guard received.keyID == fingerprint else { throw .unknownKey(expected: fingerprint, offered: received.keyID) }
-            key = try await publishedKey()
-            guard key.thumbprint == fingerprint else { throw .unknownKey(expected: fingerprint, offered: key.thumbprint) }
+            key = try await pinned(fingerprint)
         case let .firstUse(store):
             let trusted: JSONWebKey?
             do {
                 trusted = try store.key(for: galleryURL)
             } catch {
-                throw .keyUnavailable(error.description)
+                throw .trustStore(error.description)
             }
             if let trusted {
                 guard trusted.thumbprint == received.keyID else {
@@ -64,21 +80,96 @@ struct FeedAuthenticator: Sendable {
                 firstUse = store
             }
         }
-        try MessageSignature.verify(received, status: status, field: field, key: key.publicKey(), now: now())
+        try MessageSignature.verify(received, status: status, field: field, key: key.publicKey(), now: now(), skew: skew)
         try ContentDigest.verify(field("content-digest"), body: body.readableBytesView)
         if let store = firstUse {
+            let stored: JSONWebKey
             do {
-                try store.trust(key, for: galleryURL)
+                stored = try store.trustOnFirstUse(key, for: galleryURL)
             } catch {
-                throw .keyUnavailable(error.description)
+                throw .trustStore(error.description)
             }
+            // Another key was trusted meanwhile (`emojiart trust --key=...`): it wins.
+            guard stored.thumbprint == key.thumbprint else { throw .changedKey(trusted: stored.thumbprint, offered: key.thumbprint) }
         }
+        try acceptNotReplayed(received, fingerprint: key.thumbprint)
         return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil)
+    }
+
+    /// Checks a 304: signed (over `@status` and `ETag`) by the key `fingerprint` the stored feed
+    /// was verified with, which must still be the trusted one, for the stored feed's `etag`.
+    func authenticateNotModified(headers: HTTPHeaders, storedETag: String?, fingerprint: String) async throws(SignatureFailure) -> Outcome {
+        let field = Self.field(headers)
+        let received = try MessageSignature.received(status: 304, field: field)
+        let key: JSONWebKey
+        switch trust {
+        case let .pinned(pinned, _):
+            guard received.keyID == pinned else { throw .unknownKey(expected: pinned, offered: received.keyID) }
+            key = try await self.pinned(pinned)
+        case let .firstUse(store):
+            let trusted: JSONWebKey?
+            do {
+                trusted = try store.key(for: galleryURL)
+            } catch {
+                throw .trustStore(error.description)
+            }
+            guard let trusted else { throw .keyUnavailable("no key is trusted for \(galleryURL.absoluteString) any more") }
+            guard trusted.thumbprint == received.keyID else {
+                throw .changedKey(trusted: trusted.thumbprint, offered: received.keyID)
+            }
+            key = trusted
+        }
+        // The stored feed was verified with another key than the one trusted now.
+        guard key.thumbprint == fingerprint else { throw .changedKey(trusted: key.thumbprint, offered: fingerprint) }
+        try MessageSignature.verify(received, status: 304, field: field, key: key.publicKey(), now: now(), skew: skew)
+        let offered = field("etag")?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard let storedETag, offered == storedETag else { throw .etagMismatch(stored: storedETag ?? "none", offered: offered) }
+        try acceptNotReplayed(received, fingerprint: key.thumbprint)
+        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false)
+    }
+
+    /// Refuses a signature older, by more than the skew, than the newest accepted from the same
+    /// key (a replay, a rollback), and remembers this one if it is the newest.
+    private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String) throws(SignatureFailure) {
+        let newer: Date?
+        do {
+            newer = try trust.store.acceptSignature(created: received.created, of: fingerprint, skew: skew)
+        } catch {
+            throw .trustStore(error.description)
+        }
+        if let newer { throw .replayed(created: received.created, newest: newer) }
+    }
+
+    /// The pinned key as the gallery publishes it, fetched once and checked against the pin.
+    private func pinned(_ fingerprint: String) async throws(SignatureFailure) -> JSONWebKey {
+        if let key = pinnedKey.value, key.thumbprint == fingerprint { return key }
+        let key = try await publishedKey()
+        guard key.thumbprint == fingerprint else { throw .unknownKey(expected: fingerprint, offered: key.thumbprint) }
+        pinnedKey.value = key
+        return key
+    }
+
+    /// A field's value as a signature covers it: every line joined with ", ", `nil` when absent.
+    private static func field(_ headers: HTTPHeaders) -> (String) -> String? {
+        { name in
+            let values = headers[name]
+            return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
     }
 
     /// `GET /gallery/key`: the gallery's public key as it publishes it.
     func publishedKey() async throws(SignatureFailure) -> JSONWebKey {
         try await GalleryKeys.published(by: galleryURL, client: client)
+    }
+}
+
+/// The pinned key once fetched: the public key does not change while the pin stays.
+private final class PinnedKey: Sendable {
+    private let state = Mutex<JSONWebKey?>(nil)
+
+    var value: JSONWebKey? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
     }
 }
 

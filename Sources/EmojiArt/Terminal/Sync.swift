@@ -138,7 +138,9 @@ public enum TerminalText {
         case .offline:
             lines.append("offline: nothing was sent; the catalog and images came from the cache")
         case .revalidated:
-            lines.append("the feed is unchanged (304): the stored copy was used")
+            lines.append("the feed is unchanged (a signed 304): the stored copy was used")
+        case .notReauthenticated:
+            lines.append(report.feedOrigin?.notReauthenticatedText ?? "")
         case .downloaded, nil:
             break
         }

@@ -127,6 +127,8 @@ struct PageController<Context: RequestContext>: Sendable {
             "The gallery is unreachable (\(reason)): showing the catalog and images from the cache."
         case .offline:
             "Offline: showing the catalog and images from the cache only."
+        case .notReauthenticated:
+            origin?.notReauthenticatedText
         case .downloaded, .revalidated, nil:
             nil
         }

@@ -12,7 +12,7 @@ import Synchronization
 /// `GET /gallery/key`, the public key the feed is signed with, as a JSON Web Key.
 ///
 /// The feed carries `Content-Digest` (RFC 9530) and an RFC 9421 signature over its status,
-/// content type and digest; each image carries its `Content-Digest` too. Because the feed lists
+/// `ETag`, content type and digest, and its 304s a signature over their status and `ETag`; each image carries its `Content-Digest` too. Because the feed lists
 /// each image's SHA-256, a verified feed makes every verified image authentic.
 struct GalleryController<Context: RequestContext>: Sendable {
     let publication: Publication
@@ -55,7 +55,10 @@ struct GalleryController<Context: RequestContext>: Sendable {
         let edition = publication.current
         let lastModified = HTTPDate.format(edition.feedModified)
         if notModified(request.headers, etag: edition.feedETag, lastModified: edition.feedModified) {
-            return Response(status: .notModified, headers: [.eTag: edition.feedETag, .lastModified: lastModified, .cacheControl: "no-cache"])
+            // Signed too: a 304 says "the feed you hold is current", and only the gallery may say so.
+            var headers: HTTPFields = [.eTag: edition.feedETag, .lastModified: lastModified, .cacheControl: "no-cache"]
+            try signer.sign(status: 304, &headers)
+            return Response(status: .notModified, headers: headers)
         }
         metrics.served(bytes: edition.feed.readableBytes)
         var headers: HTTPFields = [

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a small file that decides what is trusted (a signing key, the trusted keys) the way
+/// such a file must be read: never through a symbolic link (`O_NOFOLLOW`), never blocking on a
+/// FIFO (`O_NONBLOCK`), only a regular file (`fstat` on the open descriptor), within a size
+/// limit checked before anything is allocated; the descriptor is not inherited (`O_CLOEXEC`).
+public enum GuardedFile {
+    /// Why a file could not be read.
+    public enum Failure: Error, Sendable, Hashable {
+        /// There is no such file (`ENOENT`).
+        case noSuchFile
+        /// The path is a symbolic link.
+        case symbolicLink
+        /// The path is not a regular file (a directory, a FIFO, a device, ...).
+        case notRegularFile
+        /// The file holds more than the limit.
+        case tooLarge(size: Int64, limit: Int)
+        /// Any other error, as the system names it.
+        case unreadable(String)
+    }
+
+    /// A file's bytes, and its owner and permission bits as `fstat` saw them when it was read.
+    public struct Contents: Sendable, Hashable {
+        /// The bytes.
+        public var bytes: [UInt8]
+        /// The owner's user ID.
+        public var owner: UInt32
+        /// The permission bits (`mode & 0o777`).
+        public var permissions: UInt32
+    }
+
+    /// This process's effective user ID.
+    public static var currentUser: UInt32 { UInt32(geteuid()) }
+
+    /// Reads the file at `path`, at most `limit` bytes.
+    public static func read(_ path: String, limit: Int) throws(Failure) -> Contents {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            let code = errno
+            switch code {
+            case ENOENT: throw .noSuchFile
+            case ELOOP: throw .symbolicLink
+            default: throw .unreadable(String(cString: strerror(code)))
+            }
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw .unreadable(String(cString: strerror(errno))) }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .notRegularFile }
+        guard status.st_size >= 0, status.st_size <= Int64(limit) else { throw .tooLarge(size: Int64(status.st_size), limit: limit) }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        var total = 0
+        while total < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return readSome(descriptor, base + total, buffer.count - total)
+            }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw .unreadable(String(cString: strerror(errno))) }
+            if count == 0 { break }  // the file shrank while it was read
+            total += count
+        }
+        return Contents(bytes: Array(bytes.prefix(total)), owner: UInt32(status.st_uid), permissions: UInt32(status.st_mode & 0o777))
+    }
+}
+
+/// `read(2)`, named apart from ``GuardedFile/read(_:limit:)``.
+private func readSome(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}

@@ -1,0 +1,108 @@
+import EmojiArt
+import Foundation
+import ImageCache
+import MessageSignatures
+import Testing
+import TestSupport
+
+/// The trust file fails closed: what cannot be read is an error naming the file (never an empty
+/// store, never rewritten), first use never overwrites a key stored meanwhile, and its lock is
+/// not taken through a link. Real files in a temporary directory.
+///
+/// Tests run as root, to whom a mode-0600 file of another user is readable: "a read error other
+/// than no such file" is caused for real with the trust file's path being a directory (and a
+/// FIFO, which must not block the read).
+@Suite(.timeLimit(.minutes(3))) struct TrustStoreTests {
+    let data = TemporaryDirectory("emojiart-trust")
+    var file: URL { data.url.appendingPathComponent("trusted-galleries.json") }
+    let gallery = URL(string: "http://127.0.0.1:8090")!
+
+    @Test func aTrustFileThatCannotBeReadIsAnErrorNamingItNeverAnEmptyStore() throws {
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
+        let store = TrustStore(file: file)
+        let error = #expect(throws: TrustStore.Failure.self) { try store.key(for: gallery) }
+        #expect(error?.description.contains(file.path) == true && error?.description.contains("move it away") == true, "\(String(describing: error))")
+        #expect(throws: TrustStore.Failure.self) { try store.trustOnFirstUse(SigningKey().publicJWK, for: gallery) }
+        #expect(throws: TrustStore.Failure.self) { try store.acceptSignature(created: Date(), of: "any") }
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) && isDirectory.boolValue, "left as it was")
+    }
+
+    @Test func aFIFOAtTheTrustPathIsAnErrorAndDoesNotBlock() throws {
+        #expect(mkfifo(file.path, 0o600) == 0)
+        let error = #expect(throws: TrustStore.Failure.self) { try TrustStore(file: file).key(for: gallery) }
+        #expect(error?.description.contains("not a regular file") == true)
+    }
+
+    @Test func theAppRefusesTheFeedWhenItsTrustFileCannotBeRead() async throws {
+        try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
+        try await withGallery { galleryURL, database in
+            let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: .firstUse(TrustStore(file: file)))
+            let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+            guard case let .unauthenticatedFeed(_, .trustStore(detail))? = error else {
+                Issue.record("expected a trust store failure, got \(String(describing: error))")
+                return
+            }
+            #expect(detail.contains(file.path) && detail.contains("is not a regular file"), "\(detail)")
+            #expect(model.feedKey.value == nil && model.signatureFailures.value == ["trust_store": 1])
+        }
+    }
+
+    @Test func firstUseDoesNotOverwriteAKeyTrustedMeanwhile() async throws {
+        let store = TrustStore(file: file)
+        let chosen = SigningKey().publicJWK
+        try await withGallery { galleryURL, database in
+            // While the app fetches the gallery's key on first contact, `emojiart trust --key=...`
+            // stores another one for the same gallery.
+            let proxy = TamperingProxy(upstream: galleryURL)
+            try await proxy.run { proxyURL in
+                proxy.attack(.beforeKey { try store.trust(chosen, for: proxyURL) })
+                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+                guard case let .unauthenticatedFeed(_, .changedKey(trusted, offered))? = error else {
+                    Issue.record("expected changedKey, got \(String(describing: error))")
+                    return
+                }
+                #expect(trusted == chosen.thumbprint && offered == testGalleryKey.fingerprint)
+                let kept = try store.key(for: proxyURL)
+                #expect(kept == chosen, "the key trusted meanwhile stays")
+            }
+        }
+        // At the store: compare-and-set keeps what is there.
+        let other = TrustStore(file: data.url.appendingPathComponent("other.json"))
+        let first = SigningKey().publicJWK
+        #expect(try other.trustOnFirstUse(first, for: gallery) == first)
+        #expect(try other.trustOnFirstUse(SigningKey().publicJWK, for: gallery) == first)
+    }
+
+    @Test func theLockIsNotTakenThroughALink() throws {
+        let target = data.url.appendingPathComponent("elsewhere")
+        try FileManager.default.createSymbolicLink(atPath: file.path + ".lock", withDestinationPath: target.path)
+        let error = #expect(throws: TrustStore.Failure.self) { try TrustStore(file: file).key(for: gallery) }
+        #expect(error?.description.contains(".lock") == true)
+        #expect(!FileManager.default.fileExists(atPath: target.path), "nothing created through the link")
+    }
+
+    @Test func aTrustFileOfTheFirstFormatIsReadAndKeptWhenRewritten() throws {
+        let key = SigningKey().publicJWK
+        let old = try JSONEncoder().encode(["http://127.0.0.1:8090": key, "http://127.0.0.1:9000": SigningKey().publicJWK])
+        try old.write(to: file)
+        let store = TrustStore(file: file)
+        #expect(try store.key(for: gallery) == key)
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint) == nil)
+        #expect(try store.key(for: URL(string: "http://127.0.0.1:9000")!) != nil, "the other gallery's pin stays")
+        #expect(try store.newestSignature(of: key.thumbprint) == Date(timeIntervalSince1970: 1_800_000_000))
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test func theNewestSignatureOnlyMovesForwardAndAnOlderOneBeyondTheSkewIsRefused() throws {
+        let store = TrustStore(file: file)
+        let newest = Date(timeIntervalSince1970: 1_800_000_600)
+        #expect(try store.acceptSignature(created: newest, of: "k") == nil)
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-60), of: "k") == nil, "within the skew")
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-61), of: "k") == newest)
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-600), of: "other key") == nil, "per key")
+        #expect(try store.newestSignature(of: "k") == newest)
+    }
+}

@@ -1,0 +1,194 @@
+import Crypto
+import Foundation
+import MessageSignatures
+import Testing
+
+/// The signature on the gallery's answers, taken apart: every malformed or hostile input is
+/// refused with a reason, and a genuine signature verifies even among others.
+@Suite struct MessageSignatureTests {
+    let key = SigningKey()
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    /// A response's fields, by lowercase name; several lines of one field joined as HTTP does.
+    struct Answer {
+        var status: Int
+        var fields: [String: [String]]
+
+        func field(_ name: String) -> String? {
+            fields[name].map { $0.joined(separator: ", ") }
+        }
+
+        var input: String {
+            get { field("signature-input") ?? "" }
+            set { fields["signature-input"] = [newValue] }
+        }
+    }
+
+    /// A feed answer (200) or its 304, signed by `key` under `label`, made at `created`.
+    func answer(
+        status: Int = 200, components: [String]? = nil, signer: SigningKey? = nil, label: String = MessageSignature.label,
+        created: Date? = nil, lifetime: TimeInterval = 3600
+    ) throws -> Answer {
+        let body = Data("[]".utf8)
+        var fields: [String: [String]] = ["etag": ["\"feed-1\""]]
+        if status == 200 {
+            fields["content-type"] = ["application/json; charset=utf-8"]
+            fields["content-digest"] = [ContentDigest.fieldValue(for: body)]
+        }
+        let signer = signer ?? key
+        let created = created ?? now
+        let signed = fields
+        let signature = try MessageSignature.sign(
+            status: status, field: { signed[$0]?.first }, components: components, key: signer, keyID: signer.fingerprint,
+            created: created, expires: created.addingTimeInterval(lifetime), label: label
+        )
+        fields["signature-input"] = [signature.signatureInput]
+        fields["signature"] = [signature.signature]
+        return Answer(status: status, fields: fields)
+    }
+
+    /// Finds and verifies `answer`'s signature with `key` at `now`.
+    func verify(_ answer: Answer, at date: Date? = nil) throws(SignatureFailure) {
+        let received = try MessageSignature.received(status: answer.status, field: answer.field)
+        try MessageSignature.verify(
+            received, status: answer.status, field: answer.field, key: key.privateKey.publicKey, now: date ?? now
+        )
+    }
+
+    func reason(_ body: () throws(SignatureFailure) -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+
+    @Test func aGenuineFeedAndItsSigned304Verify() throws {
+        try verify(try answer())
+        try verify(try answer(status: 304))
+        #expect(try answer().input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest");created=1800000000;expires=1800003600;keyid=""#))
+        #expect(try answer(status: 304).input.hasPrefix(#"feed=("@status" "etag");created="#))
+    }
+
+    @Test(arguments: [
+        (200, ["@status", "content-type"]),
+        (200, ["@status", "content-digest"]),
+        (200, ["content-type", "content-digest"]),
+        (304, ["@status"]),
+        (304, ["etag"]),
+    ])
+    func fewerCoveredComponentsAreRefused(status: Int, components: [String]) throws {
+        let answer = try answer(status: status, components: components)
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
+    }
+
+    @Test func aCoveredFieldChangedOnTheWayIsABadSignature() throws {
+        var answer = try answer(status: 304)
+        answer.fields["etag"] = ["\"feed-2\""]
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "bad_signature")
+        var status = try self.answer(status: 304)
+        status.status = 200
+        #expect(reason { () throws(SignatureFailure) in try verify(status) } == "missing_signature", "a 304's signature does not cover a 200's body")
+    }
+
+    @Test(arguments: ["hmac-sha256", "rsa-pss-sha512", "ecdsa-p256-sha256", "ED25519"])
+    func anotherAlgIsRefused(alg: String) throws {
+        var answer = try answer()
+        answer.input = answer.input.replacingOccurrences(of: #"alg="ed25519""#, with: #"alg="\#(alg)""#)
+        #expect(answer.input.contains(alg))
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
+    }
+
+    @Test func aProxysSignatureBeforeTheGallerysDoesNotHideIt() throws {
+        let proxy = SigningKey()
+        let gallery = try answer()
+        let own = try answer(signer: proxy, label: "proxy")
+        // On separate field lines, the proxy's first, and in one line: both are one dictionary.
+        var lines = gallery
+        lines.fields["signature-input"] = own.fields["signature-input"]! + gallery.fields["signature-input"]!
+        lines.fields["signature"] = own.fields["signature"]! + gallery.fields["signature"]!
+        try verify(lines)
+        var oneLine = gallery
+        oneLine.fields["signature-input"] = [own.input + ", " + gallery.input]
+        oneLine.fields["signature"] = [own.field("signature")! + ", " + gallery.field("signature")!]
+        try verify(oneLine)
+    }
+
+    @Test func onlyTheFeedLabelCounts() throws {
+        // A genuine signature by the gallery's own key, under another label: not the feed's.
+        let other = try answer(label: "other")
+        #expect(reason { () throws(SignatureFailure) in try verify(other) } == "missing_signature")
+        // The feed label with a proxy's signature value: the gallery's signature is not there.
+        let proxy = try answer(signer: SigningKey())
+        var swapped = try answer()
+        swapped.fields["signature"] = proxy.fields["signature"]
+        #expect(reason { () throws(SignatureFailure) in try verify(swapped) } == "bad_signature")
+    }
+
+    @Test func aSignatureMadeInTheFutureIsRefusedBeyondTheSkew() throws {
+        let ahead = try answer(created: now.addingTimeInterval(120))
+        #expect(reason { () throws(SignatureFailure) in try verify(ahead) } == "not_yet_valid")
+        // Within the 60 s allowed for clocks that differ.
+        try verify(try answer(created: now.addingTimeInterval(59)))
+    }
+
+    @Test func aLifetimeOverADayOrNegativeIsRefused() throws {
+        try verify(try answer(lifetime: 86_400))
+        let long = try answer(lifetime: 86_401)
+        #expect(reason { () throws(SignatureFailure) in try verify(long) } == "lifetime_too_long")
+        let year = try answer(lifetime: 365 * 86_400)
+        #expect(reason { () throws(SignatureFailure) in try verify(year) } == "lifetime_too_long")
+        let negative = try answer(lifetime: -10)
+        #expect(reason { () throws(SignatureFailure) in try verify(negative) } == "lifetime_too_long")
+    }
+
+    @Test func anExpiredSignatureIsRefused() throws {
+        let old = try answer(created: now.addingTimeInterval(-3_661))
+        #expect(reason { () throws(SignatureFailure) in try verify(old) } == "expired")
+        try verify(try answer(created: now.addingTimeInterval(-3_650)))
+    }
+
+    @Test(arguments: [#";created=[0-9]+"#, #";expires=[0-9]+"#, #";keyid="[^"]*""#, #";alg="[^"]*""#])
+    func aMissingParameterIsRefused(parameter: String) throws {
+        var answer = try answer()
+        answer.input = answer.input.replacingOccurrences(of: parameter, with: "", options: .regularExpression)
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature", "\(answer.input)")
+    }
+
+    @Test func aDuplicateParameterOrLabelIsRefused() throws {
+        // A second expires, a year later: structured fields keep the last, which the gallery
+        // never signed.
+        var parameter = try answer()
+        parameter.input += ";expires=\(Int(now.timeIntervalSince1970) + 31_536_000)"
+        let parameterReason = reason { () throws(SignatureFailure) in try verify(parameter) }
+        #expect(parameterReason == "bad_signature" || parameterReason == "lifetime_too_long", "\(parameterReason ?? "accepted")")
+        var parameterFirst = try answer()
+        parameterFirst.input = parameterFirst.input.replacingOccurrences(of: ";created=", with: ";created=1;created=")
+        try verify(parameterFirst)  // the later created, the signed one, is the one that counts
+        parameterFirst.input = parameterFirst.input.replacingOccurrences(of: ";created=1;created=1800000000", with: ";created=1800000000;created=1")
+        #expect(reason { () throws(SignatureFailure) in try verify(parameterFirst) } != nil)
+
+        // The feed label twice: the second, another key's, replaces the first.
+        let gallery = try answer()
+        let other = try answer(signer: SigningKey())
+        var label = gallery
+        label.fields["signature-input"] = [gallery.input + ", " + other.input]
+        label.fields["signature"] = [gallery.field("signature")! + ", " + other.field("signature")!]
+        #expect(reason { () throws(SignatureFailure) in try verify(label) } == "bad_signature")
+    }
+
+    @Test(arguments: ["", "feed", "feed=(", #"feed=("@status")"#, "feed=:AAAA:", #"feed=("@status" "etag" "@method");created=1"#])
+    func aMalformedSignatureInputIsRefused(input: String) throws {
+        var answer = try answer(status: 304)
+        answer.input = input
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
+    }
+
+    @Test func noSignatureAtAll() throws {
+        var answer = try answer(status: 304)
+        answer.fields["signature-input"] = nil
+        answer.fields["signature"] = nil
+        #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import MessageSignatures
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The gallery's signing key is used only from a private file, as ssh uses a private key: not a
+/// link, owned by this user, readable and writable by no one else. Tests run as root, so a file
+/// of another user is made with `chown` to 65534 (nobody).
+@Suite struct SigningKeyFileTests {
+    let directory: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("emojiart-key-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return url
+    }()
+
+    /// A valid key file, mode 0600, owned by this user.
+    func keyFile(_ name: String = "gallery-signing.key") throws -> (URL, SigningKey) {
+        let path = directory.appendingPathComponent(name)
+        let (key, created) = try SigningKeyFile.readOrCreate(path)
+        #expect(created)
+        return (path, key)
+    }
+
+    func refusal(_ path: URL) -> String? {
+        do {
+            _ = try SigningKeyFile.read(path)
+            return nil
+        } catch {
+            guard case .unsafe = error else { return "not unsafe: \(error)" }
+            return error.description
+        }
+    }
+
+    @Test func aPrivateKeyFileIsRead() throws {
+        let (path, key) = try keyFile()
+        #expect(try SigningKeyFile.read(path).fingerprint == key.fingerprint)
+        #expect(try SigningKeyFile.readOrCreate(path).key.fingerprint == key.fingerprint)
+    }
+
+    @Test(arguments: [0o644, 0o640, 0o604, 0o660, 0o602])
+    func aKeyFileOpenToGroupOrOthersIsRefused(mode: Int) throws {
+        let (path, _) = try keyFile()
+        #expect(chmod(path.path, mode_t(mode)) == 0)
+        let message = try #require(refusal(path))
+        #expect(message.contains("chmod 600 \(path.path)") && message.contains(String(mode, radix: 8)), "\(message)")
+    }
+
+    @Test func aKeyFileOfAnotherUserIsRefused() throws {
+        let (path, _) = try keyFile()
+        #expect(chown(path.path, 65534, 65534) == 0)
+        let message = try #require(refusal(path))
+        #expect(message.contains("owned by user 65534") && message.contains("chown"), "\(message)")
+    }
+
+    @Test func aKeyFileThatIsALinkIsRefusedEvenToAPrivateKey() throws {
+        let (target, _) = try keyFile("real.key")
+        let link = directory.appendingPathComponent("gallery-signing.key")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: target.path)
+        let message = try #require(refusal(link))
+        #expect(message.contains("symbolic link"), "\(message)")
+        // Nor is a new key made in its place, a dangling link included.
+        #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.readOrCreate(link) }
+        let dangling = directory.appendingPathComponent("dangling.key")
+        try FileManager.default.createSymbolicLink(atPath: dangling.path, withDestinationPath: directory.appendingPathComponent("nowhere").path)
+        #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.readOrCreate(dangling) }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("nowhere").path))
+    }
+
+    @Test func aDirectoryOrFIFOIsNotAKey() throws {
+        let fifo = directory.appendingPathComponent("fifo.key")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        #expect(try #require(refusal(fifo)).contains("not a regular file"))
+        #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.read(directory) }
+    }
+}
