@@ -117,7 +117,8 @@ final class DateField: Sendable {
 
     var value: String {
         let date = now()
-        let second = Int(date.timeIntervalSince1970.rounded(.down))
+        // Int(exactly:) of a clock's reading: a clock set past Int's range formats every time, never traps.
+        guard let second = Int(exactly: date.timeIntervalSince1970.rounded(.down)), second != .min else { return HTTPDate.format(date) }
         if let text = cache.withLock({ $0.second == second ? $0.text : nil }) { return text }
         let text = HTTPDate.format(date)
         cache.withLock { $0 = (second, text) }
