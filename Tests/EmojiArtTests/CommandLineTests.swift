@@ -147,18 +147,23 @@ import TestSupport
         }
     }
 
-    @Test func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
+    // A time limit: were a name not refused, `serve` would not stop on the busy port (it waits on
+    // its gallery after the app fails to bind), and the test would hang instead of failing.
+    @Test(.timeLimit(.minutes(1))) func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
         for command in [["app"], ["serve"]] {
             let help = try await run(command + ["--help"])
             #expect(help.output.contains("--allowed-host <name>"), "\(help.output)")
         }
-        for name in ["http://emojiart.example", "emojiart.example:8080", "a/b"] {
-            let app = try await run(["app", "--gallery", "http://127.0.0.1:9", "--port", "0", "--allowed-host", name])
-            #expect(app.status != 0)
-            #expect(app.output.contains("--allowed-host takes a host name"), "\(app.output)")
-            let serve = try await run(["--port", "0", "--allowed-host", "emojiart.example", "--allowed-host", name])
-            #expect(serve.status != 0)
-            #expect(serve.output.contains("--allowed-host takes a host name"), "\(serve.output)")
+        // A port in use: were a name not refused, the command would stop there rather than serve.
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { busy in
+            for name in ["http://emojiart.example", "emojiart.example:8080", "a/b"] {
+                let app = try await run(["app", "--gallery", "http://127.0.0.1:9", "--port", "\(busy)", "--allowed-host", name])
+                #expect(app.status != 0)
+                #expect(app.output.contains("--allowed-host takes a host name"), "\(app.output)")
+                let serve = try await run(["--port", "\(busy)", "--allowed-host", "emojiart.example", "--allowed-host", name])
+                #expect(serve.status != 0)
+                #expect(serve.output.contains("--allowed-host takes a host name"), "\(serve.output)")
+            }
         }
     }
 
