@@ -3,6 +3,7 @@ import Foundation
 import HTTPCaching
 @testable import ImageCache
 import Testing
+import TestSupport
 
 /// The entry decoder against damage: every header field, every length, random bytes anywhere,
 /// every truncation. Each damaged entry either decodes to the original or is rejected with a

@@ -1,5 +1,6 @@
 @testable import ImageCache
 import Testing
+import TestSupport
 
 /// The single-flight bookkeeping, driven directly: no tasks, no gates, no clocks. Waiters are
 /// plain numbers and work is a name; the invariants are checked after every operation.
@@ -279,18 +280,5 @@ import Testing
             Issue.record("caller \(caller) was never answered: \(state)")
         }
         #expect(answers.values.allSatisfy { $0 == 1 })
-    }
-}
-
-/// A small seeded generator, so each interleaving can be replayed from its seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 @testable import ImageCache
 import Testing
+import TestSupport
 
 /// The hand-built LRU list under both caches, checked after every operation.
 @Suite struct LRUCacheTests {

@@ -1,0 +1,17 @@
+/// A small seeded generator (SplitMix64), so a randomised test can be replayed from its seed:
+/// the same values on every run and every machine.
+public struct SplitMix: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    /// A generator whose values follow from `seed`.
+    public init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+
+    /// The next value.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
