@@ -1,6 +1,8 @@
 import EmojiArt
 import Foundation
 import GalleryServer
+import Hummingbird
+import HummingbirdTesting
 import ImageCache
 import MessageSignatures
 import Testing
@@ -90,6 +92,11 @@ import TestSupport
             #expect(model.feedOrigin.value == .downloaded)
             #expect(model.signatureFailures.value == ["stored_feed_unknown": 1])
             #expect(model.feedRefusal.value == nil, "the signed feed is the latest word")
+            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust), model: model, database: database)
+            try await Application(router: router).test(.router) { client in
+                let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                #expect(metrics.contains(#"emojiart_feed_signature_failures_total{reason="stored_feed_unknown"} 1"#), "\(metrics)")
+            }
             let found = await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
             let stored = try #require(found)
             #expect(try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(stored.data)) == genuine)
