@@ -31,6 +31,10 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
     case etagMismatch(stored: String, offered: String)
     /// The record of trusted keys could not be used; the text names the file and what to do.
     case trustStore(String)
+    /// The feed stored for `gallery` is not one this machine authenticated (its SHA-256 is not
+    /// among those the trust file recorded): it was changed on disk, or stored by an older
+    /// build. It is not used.
+    case storedFeedUnknown(gallery: String)
 
     /// A short, stable name for metrics labels: `bad_signature`, `expired`, ...
     public var reason: String {
@@ -48,6 +52,7 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .replayed: "replayed"
         case .etagMismatch: "etag_mismatch"
         case .trustStore: "trust_store"
+        case .storedFeedUnknown: "stored_feed_unknown"
         }
     }
 
@@ -79,6 +84,8 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
             "the gallery said the feed is unchanged (304) for ETag \(offered), but the stored feed's ETag is \(stored): the stored copy is not confirmed"
         case let .trustStore(detail):
             "the trusted gallery keys could not be used: \(detail)"
+        case let .storedFeedUnknown(gallery):
+            "the stored catalog of \(gallery) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"
         }
     }
 

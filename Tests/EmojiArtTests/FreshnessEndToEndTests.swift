@@ -16,6 +16,9 @@ import TestSupport
 @Suite(.timeLimit(.minutes(3))) struct FreshnessEndToEndTests {
     let clock = TestWallClock()
     let directory = TemporaryDirectory()
+    /// The machine's trust file, shared by every start over ``directory``: a stored feed is used
+    /// only as the bytes a start on this machine authenticated.
+    let trust = testGalleryTrust
 
     /// A real gallery dated by the test's clock, revisable on request, with `cacheControl`.
     func withGallery<T: Sendable>(
@@ -32,7 +35,7 @@ import TestSupport
     /// A sync in a new process, as far as the cache knows: a new database over the same directory.
     func sync(_ galleryURL: URL, offline: Bool = false) async throws -> Sync.Report {
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: testGalleryTrust, now: clock.now, offline: offline)
+        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now, offline: offline)
         return try await Sync(model: model).run()
     }
 
@@ -98,7 +101,7 @@ import TestSupport
         try await withGallery { gallery in
             _ = try await sync(gallery)
             let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
-            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: testGalleryTrust, now: clock.now)
+            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
             try await model.loadImages()
             let thumbnail = ThumbnailProcessor(size: 200)
             func thumbnails(_ pieces: [Int]) async throws -> [Int: [UInt8]] {
@@ -141,8 +144,8 @@ import TestSupport
     @Test func theWebAppNoticesARevisionWhenTheCatalogIsLoaded() async throws {
         try await withGallery { gallery in
             let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
-            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: testGalleryTrust, now: clock.now)
-            let configuration = AppConfiguration(port: 0, galleryURL: gallery, trust: testGalleryTrust)
+            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
+            let configuration = AppConfiguration(port: 0, galleryURL: gallery, trust: trust)
             let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
             await model.loadAndVerify()
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
@@ -228,12 +231,12 @@ import TestSupport
         }
         clock.advance(by: 7_200)  // stale, and nobody to ask
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: testGalleryTrust, now: clock.now)
+        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now)
         await model.loadAndVerify()
         #expect(model.feedOrigin.value?.isGalleryUnreachable == true)
         #expect(model.progress.value.verified == 78)
         #expect(await database.stats().staleAnswers >= 26, "each piece at least once")
-        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust)
         let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.router) { client in

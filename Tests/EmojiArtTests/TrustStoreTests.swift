@@ -105,4 +105,36 @@ import TestSupport
         #expect(try store.acceptSignature(created: newest.addingTimeInterval(-600), of: "other key") == nil, "per key")
         #expect(try store.newestSignature(of: "k") == newest)
     }
+    /// Issue 25: the trust file written before accepted feeds were recorded (keys and newest
+    /// signatures only) still reads, and gains the record at the next accepted feed.
+    @Test func aTrustFileWithoutAcceptedFeedsIsReadAndGainsThem() throws {
+        let key = SigningKey().publicJWK
+        let old = #"{"galleries":{"\#(gallery.absoluteString)":\#(String(decoding: try JSONEncoder().encode(key), as: UTF8.self))},"newestSignatures":{"\#(key.thumbprint)":1800000000}}"#
+        try Data(old.utf8).write(to: file)
+        let store = TrustStore(file: file)
+        #expect(try store.key(for: self.gallery) == key)
+        #expect(try store.newestSignature(of: key.thumbprint) == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint) == false, "nothing recorded yet")
+
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint, feedDigest: SHA256Hex.digest([1])) == nil)
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint))
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: "another key") == false, "per key")
+        #expect(try store.key(for: self.gallery) == key, "the key stays")
+    }
+
+    @Test func theLastAcceptedFeedsAreKeptNewestLastAndARefusedOneIsNotRecorded() throws {
+        let store = TrustStore(file: file)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let limit = TrustStore.acceptedFeedLimit
+        for index in 0...limit {
+            let digest = SHA256Hex.digest([UInt8(index)])
+            #expect(try store.acceptSignature(created: start.addingTimeInterval(Double(index)), of: "k", feedDigest: digest) == nil)
+        }
+        #expect(try store.acceptedFeed(SHA256Hex.digest([0]), of: "k") == false, "the oldest is dropped past \(limit)")
+        #expect(try (1...limit).allSatisfy { try store.acceptedFeed(SHA256Hex.digest([UInt8($0)]), of: "k") })
+        // A replayed signature is refused, and its body is not recorded.
+        let replayed = SHA256Hex.digest([0xFF])
+        #expect(try store.acceptSignature(created: start.addingTimeInterval(-3600), of: "k", feedDigest: replayed) != nil)
+        #expect(try store.acceptedFeed(replayed, of: "k") == false)
+    }
 }

@@ -23,8 +23,9 @@ extension EmojiArtModel {
     ///
     /// The feed is `no-cache`: a stored copy is revalidated every time (`If-None-Match`), and a
     /// 304 signed by the key the stored copy was verified with, for its `ETag`, reuses it without
-    /// downloading or re-hashing it (it is kept under the fingerprint of the key that verified
-    /// it). When the gallery cannot be reached or fails, or its answer cannot be authenticated,
+    /// downloading it (it is kept under the fingerprint of the key that verified it). Every use
+    /// of the stored copy first checks its SHA-256 is one the trust file recorded when a feed was
+    /// accepted with that key: a copy changed on disk is removed and never used. When the gallery cannot be reached or fails, or its answer cannot be authenticated,
     /// the stored copy is used and ``feedOrigin`` says so; offline, only the stored copy is.
     /// - Throws: ``Error/galleryUnavailable(url:reason:)`` (and nothing stored),
     ///   ``Error/unauthenticatedFeed(url:failure:)``, ``Error/invalidFeed(url:reason:)`` or
@@ -102,6 +103,11 @@ extension EmojiArtModel {
     /// copy (a signed 304, offline, or the gallery unreachable); authenticates what is
     /// downloaded and stores it.
     ///
+    /// The stored copy is used (and sent as the request's validators) only when its SHA-256 is
+    /// one the trust file recorded for a feed accepted with its key; any other is refused as
+    /// ``SignatureFailure/storedFeedUnknown(gallery:)`` (changed on disk, or stored by an older
+    /// build), removed, and the whole signed feed asked for instead.
+    ///
     /// A 304 that does not authenticate (unsigned, another key, another `ETag`, older than a
     /// signature already accepted) is refused like a forged feed, and the gallery is asked once
     /// more without validators, so a gallery that does not sign its 304s still gets its signed
@@ -117,11 +123,33 @@ extension EmojiArtModel {
             throw Error.unauthenticatedFeed(url: url, failure: error)
         }
         var stored: StoredFeed?
+        // Why the stored feed was refused, when it was: what to say when nothing else is had.
+        var storedRefusal: SignatureFailure?
         if let trusted, let image = await database.cachedImage(forKey: feedCacheKey(fingerprint: trusted)) {
-            stored = StoredFeed(image: image, fingerprint: trusted)
+            // The cache directory may be written by others: its bytes are used only while they
+            // are those of a feed this machine authenticated with that key.
+            let authenticated: Bool
+            do {
+                authenticated = try authenticator.isAuthenticatedFeed(image.data, fingerprint: trusted)
+            } catch {
+                refuse(error)
+                throw Error.unauthenticatedFeed(url: url, failure: error)
+            }
+            if authenticated {
+                stored = StoredFeed(image: image, fingerprint: trusted)
+            } else {
+                let failure = SignatureFailure.storedFeedUnknown(gallery: galleryURL.absoluteString)
+                refuse(failure)
+                storedRefusal = failure
+                logger.warning("\(failure): the stored copy is removed, and not used to ask the gallery")
+                await database.removeEntry(forKey: feedCacheKey(fingerprint: trusted))
+            }
         }
         if cachePolicy == .returnCacheDataDontLoad {
-            guard let stored else { throw Error.feedNotCached(url: url) }
+            guard let stored else {
+                if let storedRefusal { throw Error.unauthenticatedFeed(url: url, failure: storedRefusal) }
+                throw Error.feedNotCached(url: url)
+            }
             return stored.fetched(.offline)
         }
         do {
@@ -142,7 +170,13 @@ extension EmojiArtModel {
             logger.warning("the stored catalog is shown but not re-authenticated: \(failure)")
             return stored.fetched(.notReauthenticated(failure: failure, lastAuthenticated: stored.image.cacheHeaders?.responseTime))
         } catch let Error.galleryUnavailable(_, reason) {
-            guard let stored else { throw Error.galleryUnavailable(url: url, reason: reason) }
+            guard let stored else {
+                if let storedRefusal {
+                    logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason))")
+                    throw Error.unauthenticatedFeed(url: url, failure: storedRefusal)
+                }
+                throw Error.galleryUnavailable(url: url, reason: reason)
+            }
             logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason)): using the stored catalog")
             return stored.fetched(.galleryUnreachable(reason: reason))
         }

@@ -92,7 +92,9 @@ struct FeedAuthenticator: Sendable {
             // Another key was trusted meanwhile (`emojiart trust --key=...`): it wins.
             guard stored.thumbprint == key.thumbprint else { throw .changedKey(trusted: stored.thumbprint, offered: key.thumbprint) }
         }
-        try acceptNotReplayed(received, fingerprint: key.thumbprint)
+        // The body's SHA-256 is recorded with the signature's date: a stored copy is used later
+        // only while its bytes are still these.
+        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: SHA256Hex.digest(Array(body.readableBytesView)))
         return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil)
     }
 
@@ -128,12 +130,25 @@ struct FeedAuthenticator: Sendable {
         return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false)
     }
 
+    /// Whether `bytes`, a feed stored under the key `fingerprint`, are those of a feed this
+    /// machine authenticated with that key (one of the last the trust file recorded): what every
+    /// use of a stored feed checks first, since the cache directory may be written by others.
+    /// - Throws: ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
+    func isAuthenticatedFeed(_ bytes: [UInt8], fingerprint: String) throws(SignatureFailure) -> Bool {
+        do {
+            return try trust.store.acceptedFeed(SHA256Hex.digest(bytes), of: fingerprint)
+        } catch {
+            throw .trustStore(error.description)
+        }
+    }
+
     /// Refuses a signature older, by more than the skew, than the newest accepted from the same
-    /// key (a replay, a rollback), and remembers this one if it is the newest.
-    private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String) throws(SignatureFailure) {
+    /// key (a replay, a rollback), and remembers this one if it is the newest, with the SHA-256
+    /// of the feed body it signed (`feedDigest`, for a 200), in the same write.
+    private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String, feedDigest: String? = nil) throws(SignatureFailure) {
         let newer: Date?
         do {
-            newer = try trust.store.acceptSignature(created: received.created, of: fingerprint, skew: skew)
+            newer = try trust.store.acceptSignature(created: received.created, of: fingerprint, skew: skew, feedDigest: feedDigest)
         } catch {
             throw .trustStore(error.description)
         }

@@ -24,8 +24,10 @@ public enum GalleryTrust: Sendable {
     }
 }
 
-/// The gallery keys this machine trusts, by gallery origin (`http://host:port`), and the newest
-/// signature `created` accepted from each key (by fingerprint), in a JSON file under the data
+/// The gallery keys this machine trusts, by gallery origin (`http://host:port`), the newest
+/// signature `created` accepted from each key (by fingerprint), and the SHA-256 of the last feed
+/// bodies accepted with each key (so a stored feed changed on disk is told from one this machine
+/// authenticated), in a JSON file under the data
 /// directory (`$XDG_DATA_HOME/emojiart/trusted-galleries.json`), not the cache directory:
 /// clearing the cache must not reset trust, nor open a window for replaying an older feed.
 ///
@@ -55,7 +57,28 @@ public struct TrustStore: Sendable {
         /// The newest signature `created` accepted from each key, in seconds since 1970, by
         /// the key's fingerprint.
         var newestSignatures: [String: Int64] = [:]
+        /// The SHA-256 (lowercase hex) of the last feed bodies accepted with each key, newest
+        /// last, at most ``TrustStore/acceptedFeedLimit`` each, by the key's fingerprint.
+        var acceptedFeeds: [String: [String]] = [:]
+
+        init(galleries: [String: JSONWebKey] = [:], newestSignatures: [String: Int64] = [:], acceptedFeeds: [String: [String]] = [:]) {
+            self.galleries = galleries
+            self.newestSignatures = newestSignatures
+            self.acceptedFeeds = acceptedFeeds
+        }
+
+        /// Reads every format that had `galleries`: the fields added later may be absent.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            galleries = try container.decode([String: JSONWebKey].self, forKey: .galleries)
+            newestSignatures = try container.decodeIfPresent([String: Int64].self, forKey: .newestSignatures) ?? [:]
+            acceptedFeeds = try container.decodeIfPresent([String: [String]].self, forKey: .acceptedFeeds) ?? [:]
+        }
     }
+
+    /// How many accepted feed bodies are remembered per key: enough for several instances
+    /// sharing the trust file, each with its own stored copy, to find theirs.
+    public static let acceptedFeedLimit = 16
 
     /// The key trusted for `gallery`, if any.
     public func key(for gallery: URL) throws(Failure) -> JSONWebKey? {
@@ -96,20 +119,42 @@ public struct TrustStore: Sendable {
 
     /// Accepts a signature made at `created` by the key `fingerprint` unless one newer by more
     /// than `skew` was accepted before, and remembers the newest; checked and written under
-    /// the lock, so two apps cannot each accept what the other's newer one rules out.
+    /// the lock, so two apps cannot each accept what the other's newer one rules out. When
+    /// accepted, `feedDigest` (the SHA-256, hex, of the feed body signed) is remembered in the
+    /// same write as one of the key's last ``acceptedFeedLimit`` accepted feeds.
     /// - Returns: `nil` when accepted, else the newer signature's `created`.
-    public func acceptSignature(created: Date, of fingerprint: String, skew: TimeInterval = 60) throws(Failure) -> Date? {
+    public func acceptSignature(
+        created: Date, of fingerprint: String, skew: TimeInterval = 60, feedDigest: String? = nil
+    ) throws(Failure) -> Date? {
         let seconds = Self.seconds(created)
         return try withLock { () throws(Failure) -> Date? in
             var contents = try Self.read(file)
             let newest = contents.newestSignatures[fingerprint]
             if let newest, Double(newest) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(newest)) }
+            var changed = false
             if newest.map({ seconds > $0 }) ?? true {
                 contents.newestSignatures[fingerprint] = seconds
-                try Self.write(contents, to: file)
+                changed = true
             }
+            if let feedDigest {
+                var accepted = contents.acceptedFeeds[fingerprint] ?? []
+                if accepted.last != feedDigest {
+                    accepted.removeAll { $0 == feedDigest }
+                    accepted.append(feedDigest)
+                    contents.acceptedFeeds[fingerprint] = Array(accepted.suffix(Self.acceptedFeedLimit))
+                    changed = true
+                }
+            }
+            if changed { try Self.write(contents, to: file) }
             return nil
         }
+    }
+
+    /// Whether a feed body whose SHA-256 (hex) is `feedDigest` is one of the last
+    /// ``acceptedFeedLimit`` accepted with the key `fingerprint`: a stored feed that is not was
+    /// changed after it was authenticated, or stored by a build that did not record it.
+    public func acceptedFeed(_ feedDigest: String, of fingerprint: String) throws(Failure) -> Bool {
+        try withLock { () throws(Failure) in try Self.read(file) }.acceptedFeeds[fingerprint]?.contains(feedDigest) ?? false
     }
 
     /// `scheme://host:port` of a gallery URL: what one trust entry is for.

@@ -47,6 +47,11 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Removes the image for `key`, if any.
+    public func remove(forKey key: String) {
+        storage.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
     /// Removes every image.
     public func removeAll() {
         storage.withLock { $0.removeAll() }

@@ -162,6 +162,15 @@ public actor ImageDatabase {
 
     // MARK: - Clearing
 
+    /// Deletes the entry for `key` from memory and disk: for callers that find an entry of
+    /// theirs unfit to use (the app's stored feed, when its bytes are not those it authenticated).
+    public nonisolated func removeEntry(forKey key: String) async {
+        pipeline.memory.remove(forKey: key)
+        if let disk = await pipeline.usableDisk() {
+            disk.remove(forKey: key)
+        }
+    }
+
     /// Deletes every entry on disk (the book's "clear disk cache").
     public nonisolated func clear() async {
         if let disk = await pipeline.usableDisk() {

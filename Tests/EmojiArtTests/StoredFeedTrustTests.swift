@@ -1,0 +1,166 @@
+import EmojiArt
+import Foundation
+import GalleryServer
+import Hummingbird
+import HummingbirdTesting
+import ImageCache
+import MessageSignatures
+import Testing
+import TestSupport
+
+/// The stored feed is used only as the bytes this machine authenticated: someone who can write
+/// the cache directory (a restored or shared cache) and re-seals an entry with another body gets
+/// it refused, removed and, online, replaced by the gallery's signed feed. A real gallery on
+/// 127.0.0.1:0, a real cache directory and trust file; each "start" is a new database and model
+/// over them, as a new process would be.
+@Suite(.timeLimit(.minutes(3))) struct StoredFeedTrustTests {
+    let cache = TemporaryDirectory()
+    /// One machine's trust file, shared by every start of the app in a test.
+    let trust = testGalleryTrust
+
+    /// A new start of the app over the test's cache and trust file.
+    func start(_ galleryURL: URL, offline: Bool = false) -> (EmojiArtModel, ImageDatabase) {
+        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+        return (EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, offline: offline), database)
+    }
+
+    /// Re-writes the stored feed as a valid entry (sealed anew, the same headers and `ETag`) whose
+    /// first price is 1,000 more: what someone with write access to the cache directory can do.
+    /// - Returns: the forged price.
+    @discardableResult
+    static func forgeStoredFeed(of galleryURL: URL, in directory: URL) async throws -> Double {
+        let key = SignedRevalidationTests.feedKey(galleryURL)
+        let database = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
+        let found = await database.cachedImage(forKey: key)
+        let genuine = try #require(found)
+        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(genuine.data))
+        feed[0].price += 1000
+        var forged = genuine
+        forged.data = Array(try JSONEncoder().encode(feed))
+        await database.store(image: forged, forKey: key)
+        return feed[0].price
+    }
+
+    func withGallery<T: Sendable>(_ body: (URL) async throws -> T) async throws -> T {
+        try await withLiveServer({
+            try await Gallery.buildApplication(.init(port: 0, signingKey: testGalleryKey), onServerRunning: $0)
+        }) { port in
+            try await body(URL(string: "http://127.0.0.1:\(port)")!)
+        }
+    }
+
+    @Test func theGenuineStoredFeedStillServesAnOfflineStart() async throws {
+        try await withGallery { galleryURL in
+            let genuine = try await start(galleryURL).0.loadImages()
+            let (offline, _) = start(galleryURL, offline: true)
+            #expect(try await offline.loadImages() == genuine)
+            #expect(offline.feedOrigin.value == .offline)
+            #expect(offline.signatureFailures.value.isEmpty && offline.feedRefusal.value == nil)
+        }
+    }
+
+    @Test func aForgedStoredFeedIsRefusedOfflineAndRemoved() async throws {
+        try await withGallery { galleryURL in
+            _ = try await start(galleryURL).0.loadImages()
+            try await Self.forgeStoredFeed(of: galleryURL, in: cache.url)
+
+            let (offline, database) = start(galleryURL, offline: true)
+            let error = await #expect(throws: EmojiArtModel.Error.self) { try await offline.loadImages() }
+            guard case let .unauthenticatedFeed(_, failure)? = error else {
+                Issue.record("expected the stored feed refused, got \(String(describing: error))")
+                return
+            }
+            #expect(failure == .storedFeedUnknown(gallery: galleryURL.absoluteString))
+            let text = "\(error.map { "\($0)" } ?? "")"
+            #expect(text.contains("the stored catalog of \(galleryURL.absoluteString) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"), "\(text)")
+            #expect(offline.signatureFailures.value == ["stored_feed_unknown": 1])
+            #expect(await offline.imageFeed.isEmpty)
+            #expect(await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL)) == nil, "removed from the cache")
+        }
+    }
+
+    @Test func withTheGalleryUpAForgedStoredFeedIsReplacedByTheSignedFeedNotRevalidated() async throws {
+        try await withGallery { galleryURL in
+            let genuine = try await start(galleryURL).0.loadImages()
+            let forgedPrice = try await Self.forgeStoredFeed(of: galleryURL, in: cache.url)
+
+            // The forged entry keeps the genuine ETag: sent as `If-None-Match`, the gallery would
+            // answer with a signed 304 and the forged prices would be shown as confirmed.
+            let (model, database) = start(galleryURL)
+            let shown = try await model.loadImages()
+            #expect(shown == genuine && shown[0].price != forgedPrice)
+            #expect(model.feedOrigin.value == .downloaded)
+            #expect(model.signatureFailures.value == ["stored_feed_unknown": 1])
+            #expect(model.feedRefusal.value == nil, "the signed feed is the latest word")
+            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust), model: model, database: database)
+            try await Application(router: router).test(.router) { client in
+                let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                #expect(metrics.contains(#"emojiart_feed_signature_failures_total{reason="stored_feed_unknown"} 1"#), "\(metrics)")
+            }
+            let found = await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
+            let stored = try #require(found)
+            #expect(try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(stored.data)) == genuine)
+
+            // The next start revalidates the genuine copy as usual.
+            let (next, _) = start(galleryURL)
+            #expect(try await next.loadImages() == genuine)
+            #expect(next.feedOrigin.value == .revalidated && next.signatureFailures.value.isEmpty)
+        }
+    }
+
+    @Test func aFeedStoredByAnOlderBuildIsFetchedAgainOnceNotTrusted() async throws {
+        try await withGallery { galleryURL in
+            _ = try await start(galleryURL).0.loadImages()
+            // An older build recorded the newest signature only: the trust file as it wrote it.
+            let file = trust.store.file
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+            #expect(object.removeValue(forKey: "acceptedFeeds") != nil, "this build records accepted feeds")
+            try JSONSerialization.data(withJSONObject: object).write(to: file)
+
+            let (model, _) = start(galleryURL)
+            _ = try await model.loadImages()
+            #expect(model.feedOrigin.value == .downloaded)
+            #expect(model.signatureFailures.value == ["stored_feed_unknown": 1])
+            // Once only: the feed downloaded now is recorded, and the next start revalidates it.
+            let (next, _) = start(galleryURL)
+            _ = try await next.loadImages()
+            #expect(next.feedOrigin.value == .revalidated && next.signatureFailures.value.isEmpty)
+        }
+    }
+
+    @Test func syncRefusesAForgedStoredFeedOfflineAndWithTheGalleryDownSayingWhatToDo() async throws {
+        let cli = CommandLineTests()
+        let key = SigningKey()
+        let cache = TemporaryDirectory()
+        let port = try await withLiveServer({
+            try await Gallery.buildApplication(.init(port: 0, signingKey: key), onServerRunning: $0)
+        }) { port in
+            let online = try await cli.run(["sync", "--gallery", "http://127.0.0.1:\(port)", "--cache-dir", cache.url.path])
+            #expect(online.status == 0, "\(online.output)")
+            return port
+        }
+        let gallery = "http://127.0.0.1:\(port)"
+        let feedKey = gallery + "/gallery/images#verified-by=" + key.fingerprint
+        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+        let found = await database.cachedImage(forKey: feedKey)
+        let genuine = try #require(found)
+        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(genuine.data))
+        feed[0].price += 1000
+        var forged = genuine
+        forged.data = Array(try JSONEncoder().encode(feed))
+        let message = "the stored catalog of \(gallery) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"
+
+        await database.store(image: forged, forKey: feedKey)
+        let offline = try await cli.run(["sync", "--offline", "--gallery", gallery, "--cache-dir", cache.url.path])
+        #expect(offline.status == 1, "\(offline.output)")
+        #expect(offline.output.contains(message), "\(offline.output)")
+        await database.clearMemory()
+        #expect(await database.cachedImage(forKey: feedKey) == nil, "removed from the cache")
+
+        // The gallery stopped: nothing else to show, the same words.
+        await database.store(image: forged, forKey: feedKey)
+        let down = try await cli.run(["sync", "--gallery", gallery, "--cache-dir", cache.url.path])
+        #expect(down.status == 1, "\(down.output)")
+        #expect(down.output.contains(message), "\(down.output)")
+    }
+}
