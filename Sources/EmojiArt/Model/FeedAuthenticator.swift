@@ -58,27 +58,12 @@ struct FeedAuthenticator: Sendable {
         let received = try MessageSignature.received(status: status, field: field)
         let key: JSONWebKey
         var firstUse: TrustStore?
-        switch trust {
-        case let .pinned(fingerprint, _):
-            guard received.keyID == fingerprint else { throw .unknownKey(expected: fingerprint, offered: received.keyID) }
-            key = try await pinned(fingerprint)
-        case let .firstUse(store):
-            let trusted: JSONWebKey?
-            do {
-                trusted = try store.key(for: galleryURL)
-            } catch {
-                throw .trustStore(error.description)
-            }
-            if let trusted {
-                guard trusted.thumbprint == received.keyID else {
-                    throw .changedKey(trusted: trusted.thumbprint, offered: received.keyID)
-                }
-                key = trusted
-            } else {
-                key = try await publishedKey()
-                guard key.thumbprint == received.keyID else { throw .unknownKey(expected: key.thumbprint, offered: received.keyID) }
-                firstUse = store
-            }
+        if let trusted = try await trustedKey(offeredBy: received) {
+            key = trusted
+        } else {
+            key = try await publishedKey()
+            guard key.thumbprint == received.keyID else { throw .unknownKey(expected: key.thumbprint, offered: received.keyID) }
+            firstUse = trust.store
         }
         try MessageSignature.verify(received, status: status, field: field, key: key.publicKey(), now: now(), skew: skew)
         try ContentDigest.verify(field("content-digest"), body: body.readableBytesView)
@@ -103,23 +88,8 @@ struct FeedAuthenticator: Sendable {
     func authenticateNotModified(headers: HTTPHeaders, storedETag: String?, fingerprint: String) async throws(SignatureFailure) -> Outcome {
         let field = Self.field(headers)
         let received = try MessageSignature.received(status: 304, field: field)
-        let key: JSONWebKey
-        switch trust {
-        case let .pinned(pinned, _):
-            guard received.keyID == pinned else { throw .unknownKey(expected: pinned, offered: received.keyID) }
-            key = try await self.pinned(pinned)
-        case let .firstUse(store):
-            let trusted: JSONWebKey?
-            do {
-                trusted = try store.key(for: galleryURL)
-            } catch {
-                throw .trustStore(error.description)
-            }
-            guard let trusted else { throw .keyUnavailable("no key is trusted for \(galleryURL.absoluteString) any more") }
-            guard trusted.thumbprint == received.keyID else {
-                throw .changedKey(trusted: trusted.thumbprint, offered: received.keyID)
-            }
-            key = trusted
+        guard let key = try await trustedKey(offeredBy: received) else {
+            throw .keyUnavailable("no key is trusted for \(galleryURL.absoluteString) any more")
         }
         // The stored feed was verified with another key than the one trusted now.
         guard key.thumbprint == fingerprint else { throw .changedKey(trusted: key.thumbprint, offered: fingerprint) }
@@ -153,6 +123,30 @@ struct FeedAuthenticator: Sendable {
             throw .trustStore(error.description)
         }
         if let newer { throw .replayed(created: received.created, newest: newer) }
+    }
+
+    /// The key a signature must be made with, when one is known: the pinned key (fetched once), or
+    /// the key remembered for this gallery; `nil` at first contact (no pin, nothing remembered).
+    /// - Throws: ``SignatureFailure/unknownKey(expected:offered:)`` or
+    ///   ``SignatureFailure/changedKey(trusted:offered:)`` when `received` names another key,
+    ///   ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
+    private func trustedKey(offeredBy received: MessageSignature.Received) async throws(SignatureFailure) -> JSONWebKey? {
+        switch trust {
+        case let .pinned(fingerprint, _):
+            guard received.keyID == fingerprint else { throw .unknownKey(expected: fingerprint, offered: received.keyID) }
+            return try await pinned(fingerprint)
+        case let .firstUse(store):
+            let trusted: JSONWebKey?
+            do {
+                trusted = try store.key(for: galleryURL)
+            } catch {
+                throw .trustStore(error.description)
+            }
+            if let trusted, trusted.thumbprint != received.keyID {
+                throw .changedKey(trusted: trusted.thumbprint, offered: received.keyID)
+            }
+            return trusted
+        }
     }
 
     /// The pinned key as the gallery publishes it, fetched once and checked against the pin.
