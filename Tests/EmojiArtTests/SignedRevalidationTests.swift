@@ -74,6 +74,7 @@ import TestSupport
                         #expect(response.status == .ok)
                         #expect(html.contains("id=\"feed-notice\"") && html.contains("could not be re-authenticated"), "\(attack)")
                         #expect(html.contains("it was last authenticated at "))
+                        #expect(html.contains("Feed not re-authenticated now; last authenticated with") && !html.contains("Feed authenticated with"), "the footer does not claim it")
                         #expect(html.components(separatedBy: "<span>failed verification</span>").count == 1)
                         #expect(html.contains("src=\"/thumbs/4"), "the stored catalog is still shown")
                     }

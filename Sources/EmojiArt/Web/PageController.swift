@@ -56,6 +56,7 @@ struct PageController<Context: RequestContext>: Sendable {
             var context: [String: Any] = [
                 "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
                 "feedKey": services.model.feedKey.value?.fingerprint ?? "",
+                "feedKeyText": Self.feedKeyText(services.model.feedOrigin.value),
             ]
             if let notice = Self.notice(services.model.feedOrigin.value) { context["notice"] = notice }
             // The details variants of what is shown, ahead of a click, at low priority: after
@@ -132,6 +133,15 @@ struct PageController<Context: RequestContext>: Sendable {
         case .downloaded, .revalidated, nil:
             nil
         }
+    }
+
+    /// The footer's words before the key: the catalog shown now was not re-authenticated when
+    /// the gallery's answer was refused, and the footer must not say it was.
+    static func feedKeyText(_ origin: EmojiArtModel.FeedOrigin?) -> String {
+        if case .notReauthenticated = origin {
+            return "Feed not re-authenticated now; last authenticated with the gallery's Ed25519 key"
+        }
+        return "Feed authenticated with the gallery's Ed25519 key"
     }
 
     static func summary(_ progress: VerificationProgress) -> String {

@@ -87,7 +87,7 @@ enum Templates {
       </div>
       <template id="unavailable"><div class="placeholder" data-placeholder><span class="icon">🖼️</span><span>image unavailable</span></div></template>
     </main>
-    <footer class="summary" id="feed-key">Feed authenticated with the gallery's Ed25519 key <code>{{feedKey}}</code></footer>
+    <footer class="summary" id="feed-key">{{feedKeyText}} <code>{{feedKey}}</code></footer>
     </body>
     </html>
     """
