@@ -31,6 +31,31 @@ import TestSupport
         return Dictionary(entries.map { ($0.url, $0.checksum) }) { first, _ in first }
     }
 
+    @Test func aFeedSignatureHoldsForItsSecondAndTheNextSecondIsSignedAnew() async throws {
+        let clock = TestWallClock()
+        let configuration = GalleryConfiguration(port: 0, now: clock.now, revisionInterval: .zero)
+        try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
+            let url = "http://127.0.0.1:\(port)/gallery/images"
+            let first = try await get(url)
+            let etag = try #require(first.headers.first(name: "etag"))
+            let again = try await get(url)
+            let notModified = try await get(url, [("If-None-Match", etag)])
+            let notModifiedAgain = try await get(url, [("If-None-Match", etag)])
+            // Within one second: the same signature for the same answer (kept, not made again: the
+            // bench shows the cost; Ed25519 is deterministic, so equal bytes alone prove no reuse),
+            // another for the 304.
+            #expect(again.headers.first(name: "signature") == first.headers.first(name: "signature"))
+            #expect(notModified.status == 304 && notModifiedAgain.headers.first(name: "signature") == notModified.headers.first(name: "signature"))
+            #expect(notModified.headers.first(name: "signature") != first.headers.first(name: "signature"))
+            // The next second: signed anew, dated by the clock.
+            clock.advance(by: 1)
+            let next = try await get(url)
+            #expect(next.headers.first(name: "signature") != first.headers.first(name: "signature"))
+            let created = Int64(clock.current.timeIntervalSince1970.rounded(.down))
+            #expect(next.headers.first(name: "signature-input")?.contains(";created=\(created);") == true, "\(next.headers)")
+        }
+    }
+
     @Test func aRevisionGivesThreePiecesNewBytesDatedByTheGallerysClock() async throws {
         let clock = TestWallClock()
         let configuration = GalleryConfiguration(port: 0, now: clock.now, revisionInterval: .zero)
