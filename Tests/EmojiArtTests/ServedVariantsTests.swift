@@ -25,6 +25,19 @@ import Testing
         return variant
     }
 
+    @Test(arguments: [
+        ("image/png", "image/png"), ("image/webp", "image/webp"), ("IMAGE/JPEG; q=1", "IMAGE/JPEG; q=1"),
+        ("text/html", "application/octet-stream"), ("image/svg+xml", "application/octet-stream"),
+        ("text/html; image/png", "application/octet-stream"), ("", "application/octet-stream"),
+    ])
+    func anImageAnswerNeverCarriesATypeABrowserWouldRunScriptIn(stored: String, sent: String) {
+        // A planted entry's type is bytes from disk: text/html on the app's origin would be a page.
+        let planted = Image(data: Array("<script>alert(1)</script>".utf8), contentType: stored)
+        let prepared = PreparedAnswer(image: planted, etag: "\"e\"", cacheControl: ImageCacheControl(.revalidate))
+        #expect(prepared.answer(versioned: false, notModified: false).head.headerFields[.contentType] == sent)
+        #expect(prepared.answer(versioned: false, notModified: false).head.headerFields[.xContentTypeOptions] == "nosniff")
+    }
+
     @Test func aPreparedAnswerIsUsedOnlyForTheBytesItWasMadeFrom() {
         let bytes: [UInt8] = Array(repeating: 7, count: 1000)
         let original = image(bytes)

@@ -140,7 +140,7 @@ final class PreparedAnswer: Sendable {
             let validators = [HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl)]
             let noSniff = HTTPField(name: .xContentTypeOptions, value: "nosniff")
             let ok = HTTPFields(validators + [
-                HTTPField(name: .contentType, value: image.contentType),
+                HTTPField(name: .contentType, value: Self.servedContentType(image.contentType)),
                 HTTPField(name: .contentLength, value: String(image.data.count)),
                 noSniff,
             ])
@@ -151,6 +151,20 @@ final class PreparedAnswer: Sendable {
         }
         plain = heads(cacheControl.plain)
         versioned = heads(cacheControl.versioned)
+    }
+
+    /// The image types an image route answers with as they are stored. Everything else is sent as
+    /// `application/octet-stream`: an entry's type is bytes read from disk, and one that says
+    /// `text/html` or `image/svg+xml` (both can run script) must not make the app's origin serve
+    /// a page; with `nosniff` the browser then guesses nothing either.
+    static let servableTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"]
+
+    /// The `Content-Type` an image answer carries for a stored `contentType`: the stored one when
+    /// its media type (before any parameter, in any case) is one of ``servableTypes``, else
+    /// `application/octet-stream`.
+    static func servedContentType(_ contentType: String) -> String {
+        let mediaType = String(contentType.prefix { $0 != ";" }.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()).lowercased()
+        return servableTypes.contains(mediaType) ? contentType : "application/octet-stream"
     }
 
     /// The bytes this answer keeps alive: its body and the image's array.
