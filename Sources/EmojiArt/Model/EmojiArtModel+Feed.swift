@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-public import Foundation
+import Foundation
 import HTTPCaching
 import ImageCache
 import Logging

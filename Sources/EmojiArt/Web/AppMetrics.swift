@@ -76,7 +76,7 @@ final class AppMetrics: Sendable {
         stageGauges = gaugeHelp.reduce(into: [:]) { result, entry in
             result[entry.key] = Dictionary(uniqueKeysWithValues: Self.stages.map { stage in
                 (stage, registry.makeGauge(
-                    descriptor: .init(namespace: "emojiart", metricName: "stage_\(entry.key)", helpText: gaugeHelp[entry.key]!),
+                    descriptor: .init(namespace: "emojiart", metricName: "stage_\(entry.key)", unitName: "", helpText: gaugeHelp[entry.key]!),
                     labels: [("stage", stage)]
                 ))
             })
