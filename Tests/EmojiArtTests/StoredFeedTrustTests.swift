@@ -1,5 +1,8 @@
 import EmojiArt
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import GalleryServer
 import Hummingbird
 import HummingbirdTesting
@@ -46,6 +49,37 @@ import TestSupport
             try await Gallery.buildApplication(.init(port: 0, signingKey: testGalleryKey), onServerRunning: $0)
         }) { port in
             try await body(URL(string: "http://127.0.0.1:\(port)")!)
+        }
+    }
+
+    @Test func anOlderAcceptedFeedStoredUnderTheCurrentETagIsNotConfirmedByTheSigned304() async throws {
+        try await withLiveServer({
+            try await Gallery.buildApplication(.init(port: 0, signingKey: testGalleryKey, revisionInterval: .zero), onServerRunning: $0)
+        }) { port in
+            let galleryURL = URL(string: "http://127.0.0.1:\(port)")!
+            let key = SignedRevalidationTests.feedKey(galleryURL)
+            // Two editions, both accepted by this machine.
+            let (first, firstDatabase) = start(galleryURL)
+            _ = try await first.loadImages()
+            let old = try #require(await firstDatabase.cachedImage(forKey: key))
+            var request = URLRequest(url: galleryURL.appendingPathComponent("gallery/test/revise"))
+            request.httpMethod = "POST"
+            _ = try await URLSession.shared.data(for: request)
+            let (second, secondDatabase) = start(galleryURL)
+            let current = try await second.loadImages()
+            let stored = try #require(await secondDatabase.cachedImage(forKey: key))
+            #expect(stored.data != old.data, "the revision changed the feed")
+
+            // Someone who can write the cache puts the old edition's bytes under the current
+            // ETag: a conditional request on it would get the gallery's signed 304.
+            var planted = stored
+            planted.data = old.data
+            await secondDatabase.store(image: planted, forKey: key)
+
+            let (third, _) = start(galleryURL)
+            #expect(try await third.loadImages() == current, "the current edition, not the old one")
+            #expect(third.feedOrigin.value == .downloaded, "downloaded, not confirmed by a 304")
+            #expect(third.signatureFailures.value == ["stored_feed_unknown": 1])
         }
     }
 

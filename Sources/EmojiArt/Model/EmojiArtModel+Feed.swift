@@ -24,8 +24,8 @@ extension EmojiArtModel {
     /// The feed is `no-cache`: a stored copy is revalidated every time (`If-None-Match`), and a
     /// 304 signed by the key the stored copy was verified with, for its `ETag`, reuses it without
     /// downloading it (it is kept under the fingerprint of the key that verified it). Every use
-    /// of the stored copy first checks its SHA-256 is one the trust file recorded when a feed was
-    /// accepted with that key: a copy changed on disk is removed and never used. When the gallery cannot be reached or fails, or its answer cannot be authenticated,
+    /// of the stored copy first checks its `ETag` and bytes are a pair the trust file recorded when
+    /// a feed was accepted with that key: a copy changed on disk is removed and never used. When the gallery cannot be reached or fails, or its answer cannot be authenticated,
     /// the stored copy is used and ``feedOrigin`` says so; offline, only the stored copy is.
     /// - Throws: ``Error/galleryUnavailable(url:reason:)`` (and nothing stored),
     ///   ``Error/unauthenticatedFeed(url:failure:)``, ``Error/invalidFeed(url:reason:)`` or
@@ -130,7 +130,7 @@ extension EmojiArtModel {
             // are those of a feed this machine authenticated with that key.
             let authenticated: Bool
             do {
-                authenticated = try authenticator.isAuthenticatedFeed(image.data, fingerprint: trusted)
+                authenticated = try authenticator.isAuthenticatedFeed(image.data, etag: image.cacheHeaders?.etag, fingerprint: trusted)
             } catch {
                 refuse(error)
                 throw Error.unauthenticatedFeed(url: url, failure: error)

@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 public import Foundation
 public import ImageCache
 public import MessageSignatures
+import HTTPCaching
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -77,9 +78,10 @@ struct FeedAuthenticator: Sendable {
             // Another key was trusted meanwhile (`emojiart trust --key=...`): it wins.
             guard stored.thumbprint == key.thumbprint else { throw .changedKey(trusted: stored.thumbprint, offered: key.thumbprint) }
         }
-        // The body's SHA-256 is recorded with the signature's date: a stored copy is used later
-        // only while its bytes are still these.
-        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: SHA256Hex.digest(Array(body.readableBytesView)))
+        // The feed's identity (its ETag as the cache keeps it, and its bytes) is recorded with the
+        // signature's date: a stored copy is used later only while it is still this pair.
+        let etag = CacheHeaders(fields: headers.map { ($0.name, $0.value) }, requestTime: .distantPast, responseTime: .distantPast).etag
+        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: Self.feedIdentity(etag: etag, body: Array(body.readableBytesView)))
         return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil)
     }
 
@@ -100,13 +102,21 @@ struct FeedAuthenticator: Sendable {
         return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false)
     }
 
-    /// Whether `bytes`, a feed stored under the key `fingerprint`, are those of a feed this
-    /// machine authenticated with that key (one of the last the trust file recorded): what every
-    /// use of a stored feed checks first, since the cache directory may be written by others.
+    /// What the trust file records of an accepted feed: the SHA-256 of its `ETag` (as the cache
+    /// keeps it) and its body together. A stored copy must be an accepted pair: old bytes stored
+    /// under the current `ETag`, which the gallery's signed 304 would confirm, are not one.
+    static func feedIdentity(etag: String?, body: [UInt8]) -> String {
+        SHA256Hex.digest(Array((etag ?? "").utf8) + [0x0A] + body)
+    }
+
+    /// Whether `bytes` with `etag`, a feed stored under the key `fingerprint`, are a feed this
+    /// machine authenticated with that key (one of the last the trust file recorded, with that
+    /// very `ETag`): what every use of a stored feed checks first, since the cache directory may
+    /// be written by others.
     /// - Throws: ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
-    func isAuthenticatedFeed(_ bytes: [UInt8], fingerprint: String) throws(SignatureFailure) -> Bool {
+    func isAuthenticatedFeed(_ bytes: [UInt8], etag: String?, fingerprint: String) throws(SignatureFailure) -> Bool {
         do {
-            return try trust.store.acceptedFeed(SHA256Hex.digest(bytes), of: fingerprint)
+            return try trust.store.acceptedFeed(Self.feedIdentity(etag: etag, body: bytes), of: fingerprint)
         } catch {
             throw .trustStore(error.description)
         }

@@ -120,8 +120,9 @@ public struct TrustStore: Sendable {
     /// Accepts a signature made at `created` by the key `fingerprint` unless one newer by more
     /// than `skew` was accepted before, and remembers the newest; checked and written under
     /// the lock, so two apps cannot each accept what the other's newer one rules out. When
-    /// accepted, `feedDigest` (the SHA-256, hex, of the feed body signed) is remembered in the
-    /// same write as one of the key's last ``acceptedFeedLimit`` accepted feeds.
+    /// accepted, `feedDigest` (the accepted feed's identity: the SHA-256, hex, of its `ETag` and
+    /// body together) is remembered in the same write as one of the key's last
+    /// ``acceptedFeedLimit`` accepted feeds.
     /// - Returns: `nil` when accepted, else the newer signature's `created`.
     public func acceptSignature(
         created: Date, of fingerprint: String, skew: TimeInterval = 60, feedDigest: String? = nil
