@@ -47,6 +47,11 @@ import TestSupport
             #expect(again.headers.first(name: "signature") == first.headers.first(name: "signature"))
             #expect(notModified.status == 304 && notModifiedAgain.headers.first(name: "signature") == notModified.headers.first(name: "signature"))
             #expect(notModified.headers.first(name: "signature") != first.headers.first(name: "signature"))
+            // A new edition within the same second is signed for itself, not given the kept one.
+            #expect(try await get("http://127.0.0.1:\(port)/gallery/test/revise", method: .POST).status == 200)
+            let revised = try await get(url)
+            #expect(revised.headers.first(name: "etag") != etag)
+            #expect(revised.headers.first(name: "signature") != first.headers.first(name: "signature"), "signed for the new edition")
             // The next second: signed anew, dated by the clock.
             clock.advance(by: 1)
             let next = try await get(url)

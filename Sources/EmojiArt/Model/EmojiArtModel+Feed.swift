@@ -103,8 +103,9 @@ extension EmojiArtModel {
     /// copy (a signed 304, offline, or the gallery unreachable); authenticates what is
     /// downloaded and stores it.
     ///
-    /// The stored copy is used (and sent as the request's validators) only when its SHA-256 is
-    /// one the trust file recorded for a feed accepted with its key; any other is refused as
+    /// The stored copy is used (and sent as the request's validators) only when its `ETag` and
+    /// bytes are a pair the trust file recorded for a feed accepted with its key
+    /// (`FeedAuthenticator.feedIdentity`); any other is refused as
     /// ``SignatureFailure/storedFeedUnknown(gallery:)`` (changed on disk, or stored by an older
     /// build), removed, and the whole signed feed asked for instead.
     ///

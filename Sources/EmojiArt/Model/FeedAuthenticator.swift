@@ -123,8 +123,9 @@ struct FeedAuthenticator: Sendable {
     }
 
     /// Refuses a signature older, by more than the skew, than the newest accepted from the same
-    /// key (a replay, a rollback), and remembers this one if it is the newest, with the SHA-256
-    /// of the feed body it signed (`feedDigest`, for a 200), in the same write.
+    /// key (a replay, a rollback), and remembers this one if it is the newest, with the identity
+    /// of the feed it signed (`feedDigest`, ``feedIdentity(etag:body:)``, for a 200), in the
+    /// same write.
     private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String, feedDigest: String? = nil) throws(SignatureFailure) {
         let newer: Date?
         do {

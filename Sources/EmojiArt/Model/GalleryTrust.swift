@@ -25,9 +25,9 @@ public enum GalleryTrust: Sendable {
 }
 
 /// The gallery keys this machine trusts, by gallery origin (`http://host:port`), the newest
-/// signature `created` accepted from each key (by fingerprint), and the SHA-256 of the last feed
-/// bodies accepted with each key (so a stored feed changed on disk is told from one this machine
-/// authenticated), in a JSON file under the data
+/// signature `created` accepted from each key (by fingerprint), and the identity of the last
+/// feeds accepted with each key (the SHA-256 of `ETag` and body together, so a stored feed changed
+/// on disk is told from one this machine authenticated), in a JSON file under the data
 /// directory (`$XDG_DATA_HOME/emojiart/trusted-galleries.json`), not the cache directory:
 /// clearing the cache must not reset trust, nor open a window for replaying an older feed.
 ///
@@ -57,8 +57,9 @@ public struct TrustStore: Sendable {
         /// The newest signature `created` accepted from each key, in seconds since 1970, by
         /// the key's fingerprint.
         var newestSignatures: [String: Int64] = [:]
-        /// The SHA-256 (lowercase hex) of the last feed bodies accepted with each key, newest
-        /// last, at most ``TrustStore/acceptedFeedLimit`` each, by the key's fingerprint.
+        /// The identities (lowercase hex SHA-256 of `ETag` and body) of the last feeds accepted
+        /// with each key, newest last, at most ``TrustStore/acceptedFeedLimit`` each, by the key's
+        /// fingerprint.
         var acceptedFeeds: [String: [String]] = [:]
 
         init(galleries: [String: JSONWebKey] = [:], newestSignatures: [String: Int64] = [:], acceptedFeeds: [String: [String]] = [:]) {
@@ -151,7 +152,7 @@ public struct TrustStore: Sendable {
         }
     }
 
-    /// Whether a feed body whose SHA-256 (hex) is `feedDigest` is one of the last
+    /// Whether a feed whose identity (hex SHA-256 of `ETag` and body) is `feedDigest` is one of the last
     /// ``acceptedFeedLimit`` accepted with the key `fingerprint`: a stored feed that is not was
     /// changed after it was authenticated, or stored by a build that did not record it.
     public func acceptedFeed(_ feedDigest: String, of fingerprint: String) throws(Failure) -> Bool {
