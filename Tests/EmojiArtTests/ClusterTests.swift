@@ -122,10 +122,16 @@ final class RunningCluster: Sendable {
 @Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterTests {
     /// The catalog's image URLs as the edge's pages link them: 78 thumbnails (26 pieces, each 3
     /// times) and, found through the 307 of an outdated version, the 26 large images.
+    ///
+    /// Waits until every instance is ready first: the edge may send `/` to an instance still
+    /// verifying (a loading page, no thumbnails), and one still verifying fetches originals
+    /// while a test counts the gallery's requests.
     static func catalogURLs(_ cluster: RunningCluster) async throws -> (thumbnails: [String], large: [String]) {
+        try await cluster.waitUntilEveryInstanceIsReady()
         let page = String(decoding: try await cluster.get("/").body, as: UTF8.self)
         let thumbnails = page.components(separatedBy: "src=\"").dropFirst()
             .map { String($0.prefix { $0 != "\"" }) }.filter { $0.hasPrefix("/thumbs/") }
+        try #require(!thumbnails.isEmpty, "the catalog page has thumbnails: \(page.prefix(300))")
         var large: [String] = []
         for piece in Set(thumbnails.compactMap { $0.split(separator: "/").last?.split(separator: "?").first }).sorted() {
             let redirect = try await cluster.get("/large/\(piece)?v=outdated")
