@@ -1,8 +1,14 @@
 # EmojiArt for Linux. Every target installs missing system packages first (scripts/bootstrap).
 SWIFT ?= swift
 export VIPS_WARNING ?= 0
+# VIPS=system builds and tests on Debian's libvips (libvips-dev, 8.14) instead of the pinned 8.18
+# build (scripts/libvips.pin), in a build folder of its own: `make test VIPS=system`.
+export VIPS ?=
+BUILD := $(if $(filter system,$(VIPS)),.build-vips-system,.build)
+SWIFT_FLAGS := $(if $(filter system,$(VIPS)),--scratch-path $(BUILD))
+LIBVIPS_VERSION := $(shell sed -n 's/^LIBVIPS_VERSION=//p' scripts/libvips.pin)
 
-.PHONY: all run test test-swift test-browser bench fuzz docs build release bootstrap clean
+.PHONY: all run test test-swift test-browser bench fuzz docs build release bootstrap install clean
 
 all: build
 
@@ -10,20 +16,28 @@ bootstrap:
 	@scripts/bootstrap
 
 build: bootstrap
-	$(SWIFT) build
+	$(SWIFT) build $(SWIFT_FLAGS)
 
 release: bootstrap
-	$(SWIFT) build -c release --product emojiart
+	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart
 
 ## make run: build in release mode, start the gallery and the web app on 127.0.0.1, print the URL.
 run: release
-	.build/release/emojiart $(ARGS)
+	$(BUILD)/release/emojiart $(ARGS)
+
+## make install PREFIX=/usr/local: the release binary as PREFIX/bin/emojiart (what deploy/systemd runs).
+## It finds libvips where scripts/bootstrap installed it (/usr/local/lib/emojiart, known to the
+## dynamic loader through /etc/ld.so.conf.d), never in this clone.
+PREFIX ?= /usr/local
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/release/emojiart $(DESTDIR)$(PREFIX)/bin/emojiart
 
 ## make test: every test: Swift Testing suites, then the real-browser test of the web UI.
 test: bootstrap
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	scripts/browser-test
+	$(SWIFT) build $(SWIFT_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFT_FLAGS) --skip-build
+	EMOJIART_BINARY=$(BUILD)/debug/emojiart scripts/browser-test
 
 ## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
 ## fails on any DocC warning and on any public symbol without a doc comment.
@@ -34,11 +48,18 @@ docs: bootstrap
 	scripts/doc-coverage ImageCache Imaging
 	@echo "open: python3 -m http.server -d .build-docs/ImageCache.doccarchive 8000, then http://127.0.0.1:8000/documentation/imagecache/"
 
-## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, a Mutex dictionary) side by side.
+## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary) side by side.
 bench:
 	@scripts/bootstrap bench
 	@test -x .build-bench/venv/bin/python && .build-bench/venv/bin/python -c "import PIL, pyvips" 2>/dev/null || \
 	  { python3 -m venv .build-bench/venv && .build-bench/venv/bin/pip install --quiet --disable-pip-version-check "pillow>=10" "pyvips>=2.2"; }
+	@# pyvips[binary]: pyvips on the same pyvips-binary build as ours (what `pip install "pyvips[binary]"`
+	@# gives a Python user); PKG_CONFIG_LIBDIR points nowhere so pip cannot build it against libvips-dev.
+	@test -x .build-bench/vips-binary-venv/bin/python && .build-bench/vips-binary-venv/bin/python -c \
+	  "import pyvips, sys; sys.exit(pyvips.version(1) != $(word 2,$(subst ., ,$(LIBVIPS_VERSION))))" 2>/dev/null || \
+	  { rm -rf .build-bench/vips-binary-venv && python3 -m venv .build-bench/vips-binary-venv && \
+	    PKG_CONFIG_LIBDIR=/nonexistent .build-bench/vips-binary-venv/bin/pip install --quiet --disable-pip-version-check \
+	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
 	@test -x .build-bench/thumbor-venv/bin/thumbor || \
 	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
 	$(SWIFT) build -c release --product emojiart-bench

@@ -11,6 +11,11 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// The libvips CVips links, by the pkg-config files scripts/install-libvips writes: by default the
+/// pinned 8.18 build (scripts/libvips.pin); with `VIPS=system` in the environment, Debian's
+/// libvips (libvips-dev). Neither file names Debian's `vips.pc`, so it never wins silently.
+let libvipsPackage = Context.environment["VIPS"] == "system" ? "emojiart-libvips-system" : "emojiart-libvips"
+
 let package = Package(
     name: "EmojiArt",
     platforms: [.macOS(.v15)],
@@ -45,7 +50,7 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CVips",
-            pkgConfig: "vips",
+            pkgConfig: libvipsPackage,
             providers: [.apt(["libvips-dev"])]
         ),
         .systemLibrary(

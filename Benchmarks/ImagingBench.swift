@@ -1,21 +1,39 @@
 import Foundation
 import Imaging
 
-/// Thumbnail to 200x200 PNG: ours against Pillow and pyvips, single-threaded, then our scaling
-/// from one thread to two.
+/// Thumbnail to 200x200 PNG: ours against Pillow, pyvips[binary] (pyvips on the same
+/// pyvips-binary libvips as ours) and, for the record, pyvips on Debian's libvips 8.14;
+/// single-threaded, then our scaling from one thread to two.
 enum ImagingBench {
     static let classes = ["art-rgba-png", "art-rgb-png", "art-jpeg", "1024-rgba-png", "1024-rgb-png", "1024-jpeg"]
 
+    /// What one run of Benchmarks/anchors/imaging.py prints.
+    struct PeerReport: Decodable {
+        let results: [String: [String: Double]]
+        let versions: [String: String]
+        let bytes: [String: [String: Int]]
+    }
+
     static func run(seconds: Double) async throws {
-        print("## Thumbnail to 200x200 PNG (ms/op, single-threaded; lower is better)\n")
         let inputs = Bench.work + "/imaging-inputs"
         let art = Bench.work + "/art.png"
         try Data(try ArtRenderer().render(emoji: "🎨", palette: .redToYellow)).write(to: URL(fileURLWithPath: art))
         let anchorScript = Bench.root + "/Benchmarks/anchors/imaging.py"
         try Bench.run(Bench.python, [anchorScript, "prepare", art, inputs])
-        let peersJSON = try Bench.run(Bench.python, [anchorScript, "measure", inputs, "\(seconds)"], environment: ["VIPS_CONCURRENCY": "1"])
-        let peers = try JSONDecoder().decode([String: [String: Double]].self, from: Data(peersJSON.utf8))
+        func measure(_ python: String, _ peers: String) throws -> PeerReport {
+            let json = try Bench.run(python, [anchorScript, "measure", inputs, "\(seconds)", peers], environment: ["VIPS_CONCURRENCY": "1"])
+            return try JSONDecoder().decode(PeerReport.self, from: Data(json.utf8))
+        }
+        let debian = try measure(Bench.python, "pillow,pyvips")
+        let binary = try measure(Bench.work + "/vips-binary-venv/bin/python", "pyvips")
 
+        print("## Thumbnail to 200x200 PNG (ms/op, single-threaded; lower is better)\n")
+        print("""
+            ours: libvips \(Imaging.libvipsVersion), SIMD \(Imaging.isVectorised ? "on" : "off"); \
+            Pillow \(debian.versions["pillow"] ?? "?"); pyvips[binary] on libvips \(binary.versions["pyvips"] ?? "?"); \
+            pyvips on Debian's libvips \(debian.versions["pyvips"] ?? "?").
+
+            """)
         let files = try FileManager.default.contentsOfDirectory(atPath: inputs)
         var data: [String: [UInt8]] = [:]
         for name in classes {
@@ -27,15 +45,22 @@ enum ImagingBench {
         for name in classes {
             let input = data[name]!
             let ours = try await Bench.millisecondsPerOp(seconds: seconds) { _ = try imaging.thumbnail(input, fitting: 200) }
-            let pillow = peers[name]?["pillow"] ?? .nan
-            let pyvips = peers[name]?["pyvips"] ?? .nan
-            let best = min(pillow, pyvips)
+            let bytes = try imaging.thumbnail(input, fitting: 200).data.count
+            let pillow = debian.results[name]?["pillow"] ?? .nan
+            let pyvipsBinary = binary.results[name]?["pyvips"] ?? .nan
+            let pyvipsDebian = debian.results[name]?["pyvips"] ?? .nan
+            let best = min(pillow, pyvipsBinary)
             rows.append([
-                name, Bench.format(ours), Bench.format(pillow), Bench.format(pyvips),
+                name, Bench.format(ours), Bench.format(pillow), Bench.format(pyvipsBinary), Bench.format(pyvipsDebian),
+                Bench.format(pillow / ours) + "x", Bench.format(pyvipsBinary / ours) + "x",
                 Bench.format(best / ours) + "x" + (best / ours >= 1 ? "" : "  (slower)"),
+                "\(bytes) / \(binary.bytes[name]?["pyvips"] ?? 0) / \(debian.bytes[name]?["pillow"] ?? 0)",
             ])
         }
-        Bench.table(["input", "ours", "Pillow", "pyvips", "speed vs best peer"], rows)
+        Bench.table([
+            "input", "ours", "Pillow", "pyvips[binary]", "pyvips (Debian)", "vs Pillow", "vs pyvips[binary]",
+            "vs best", "PNG bytes: ours / pyvips[binary] / Pillow",
+        ], rows)
 
         print("## Thumbnail throughput over all six inputs (images/s)\n")
         let all = classes.map { data[$0]! }

@@ -54,6 +54,8 @@ enum PeersBench {
             announcing: #"open (http://[^/\s]+)"#
         )
         defer { app.stop() }
+        // Verification first, as the other sections wait: before it, /thumbs/N is a 404.
+        try await Bench.waitUntilReady(app, within: 120)
         let appPaths = pieces.map { "/thumbs/\($0)" }
         for path in appPaths { _ = try await get(app.url + path) }
         let ours = try Bench.wrk(app.url, paths: appPaths, seconds: seconds)

@@ -1,9 +1,13 @@
 """Anchors for the thumbnail benchmark: Pillow and pyvips doing what `Imaging.thumbnail` does.
 
     python imaging.py prepare ART_PNG OUT_DIR   write the six inputs
-    python imaging.py measure IN_DIR SECONDS    print JSON {class: {peer: ms_per_op}}
+    python imaging.py measure IN_DIR SECONDS PEERS
+        PEERS: a comma list of pillow and pyvips (those this interpreter has); prints JSON
+        {"results": {class: {peer: ms_per_op}}, "versions": {peer: version}, "bytes": {class: {peer: n}}}
 
 Single-threaded: pyvips runs with VIPS_CONCURRENCY=1 (set by the caller), Pillow is single-threaded.
+The bench runs this twice: in .build-bench/venv (Pillow, and pyvips built against Debian's libvips)
+and in .build-bench/vips-binary-venv (pyvips[binary]: libvips from the pyvips-binary wheel).
 """
 import io
 import json
@@ -70,15 +74,25 @@ def time_per_op(function, data, seconds):
     return runs[len(runs) // 2]
 
 
-def measure(in_dir, seconds):
+def version(peer):
+    if peer == "pillow":
+        import PIL
+        return PIL.__version__
+    import pyvips
+    return "%d.%d.%d" % (pyvips.version(0), pyvips.version(1), pyvips.version(2))
+
+
+def measure(in_dir, seconds, names):
     inputs = files(in_dir)
-    peers = {"pillow": pillow, "pyvips": make_pyvips()}
-    result = {c: {name: time_per_op(f, inputs[c], seconds) for name, f in peers.items()} for c in CLASSES}
-    print(json.dumps(result))
+    makers = {"pillow": lambda: pillow, "pyvips": make_pyvips}
+    peers = {name: makers[name]() for name in names}
+    results = {c: {name: time_per_op(f, inputs[c], seconds) for name, f in peers.items()} for c in CLASSES}
+    sizes = {c: {name: len(f(inputs[c])) for name, f in peers.items()} for c in CLASSES}
+    print(json.dumps({"results": results, "versions": {name: version(name) for name in names}, "bytes": sizes}))
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "prepare":
         prepare(sys.argv[2], sys.argv[3])
     else:
-        measure(sys.argv[2], float(sys.argv[3]))
+        measure(sys.argv[2], float(sys.argv[3]), sys.argv[4].split(","))

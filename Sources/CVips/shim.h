@@ -13,8 +13,10 @@ static inline int cvips_init(const char *argv0) {
 }
 
 // From <vips/vector.h>, which <vips/vips.h> does not include (and which would pull in liborc's
-// headers): switches libvips' run-time compiled SIMD (liborc) on or off for the process.
+// headers): switch libvips' SIMD on or off for the process, and say whether it is on. Before 8.15
+// that is liborc's run-time compiled code; from 8.15 on, Highway's, compiled ahead of time.
 void vips_vector_set_enabled(gboolean enabled);
+gboolean vips_vector_isenabled(void);
 
 /// Opens an encoded image lazily: only the header is read until pixels are asked for.
 /// `option_string` carries loader options such as "fail_on=truncated".

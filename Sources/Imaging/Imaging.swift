@@ -15,8 +15,10 @@ import Foundation
 /// to one thread per pipeline: parallelism comes from running many images at once on several
 /// threads (ImageCache runs processors on worker threads of its own), which scales with cores
 /// without oversubscribing them. Set the environment variable `VIPS_CONCURRENCY` to override the
-/// pool size. libvips' run-time compiled SIMD (liborc) is switched off: it crashed under
-/// concurrent resizing here, as it has for others.
+/// pool size. SIMD is on where libvips compiles it ahead of time (Highway, libvips 8.15 and
+/// later, such as the 8.18 build EmojiArt ships on) and off on older libvips, whose run-time
+/// compiled SIMD (liborc) crashed under concurrent resizing here, as it has for others.
+/// ``libvipsVersion`` and ``isVectorised`` say which case a process is in.
 public struct Imaging: Sendable {
     /// Bounds on what input is accepted, checked before any pixel is decoded.
     public struct Limits: Sendable, Hashable {
@@ -47,5 +49,18 @@ public struct Imaging: Sendable {
     /// - Throws: ``Error/libraryUnavailable(_:)`` when libvips cannot start.
     public static func start() throws(Error) {
         try VipsRuntime.started.get()
+    }
+
+    /// The version of the libvips this process runs on, such as "8.18.7": the shared library
+    /// loaded at run time, not the headers the package was compiled against.
+    public static var libvipsVersion: String {
+        let (major, minor, micro) = VipsRuntime.version
+        return "\(major).\(minor).\(micro)"
+    }
+
+    /// Whether libvips runs its SIMD code paths in this process (after ``start()``): true on
+    /// libvips 8.15 and later unless the environment sets `VIPS_NOVECTOR`, false before 8.15.
+    public static var isVectorised: Bool {
+        (try? start()) != nil && vips_vector_isenabled() != 0
     }
 }

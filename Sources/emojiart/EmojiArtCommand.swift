@@ -5,15 +5,18 @@ import Imaging
 /// `emojiart`: the gallery server, the web app, terminal sync and image tools in one executable.
 @main
 struct EmojiArtCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "emojiart",
-        abstract: "EmojiArt for Linux: an emoji art gallery, an image cache and the app that shows them.",
-        subcommands: [
-            ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, TrustCommand.self, CacheCommand.self,
-            ThumbnailCommand.self, ClusterCommand.self,
-        ],
-        defaultSubcommand: ServeCommand.self
-    )
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "emojiart",
+            abstract: "EmojiArt for Linux: an emoji art gallery, an image cache and the app that shows them.",
+            version: imagingVersion,
+            subcommands: [
+                ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, TrustCommand.self,
+                CacheCommand.self, ThumbnailCommand.self, ClusterCommand.self,
+            ],
+            defaultSubcommand: ServeCommand.self
+        )
+    }
 
     /// Starts libvips before any other thread runs, then the command. libvips' start-up sets
     /// environment variables (`g_setenv`), which must not race with threads reading the
@@ -22,6 +25,12 @@ struct EmojiArtCommand: AsyncParsableCommand {
         _ = try? Imaging.start()
         await main(nil)
     }
+}
+
+/// What `--version` prints: the libvips the process runs on (the shared library loaded, not the
+/// headers it was built with) and whether its SIMD paths are on.
+var imagingVersion: String {
+    "emojiart on libvips \(Imaging.libvipsVersion), SIMD \(Imaging.isVectorised ? "on" : "off")"
 }
 
 /// Prints a line at once, even when stdout is a pipe or a file (where `print` is block-buffered),

@@ -4,11 +4,14 @@ import Imaging
 
 /// `emojiart thumbnail`: like `vipsthumbnail`, one image in, one thumbnail out.
 struct ThumbnailCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "thumbnail",
-        abstract: "Make a thumbnail that fits in a square box, keeping the aspect ratio; never upscales.",
-        discussion: "Reads PNG, JPEG, WebP or GIF. Inputs over 50 MB or 50 megapixels, truncated or corrupt files are refused with an error and a non-zero exit status."
-    )
+    static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "thumbnail",
+            abstract: "Make a thumbnail that fits in a square box, keeping the aspect ratio; never upscales.",
+            discussion: "Reads PNG, JPEG, WebP or GIF. Inputs over 50 MB or 50 megapixels, truncated or corrupt files are refused with an error and a non-zero exit status. Runs on libvips \(Imaging.libvipsVersion) (--version says whether its SIMD is on).",
+            version: imagingVersion
+        )
+    }
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case png, webp, jpeg

@@ -2,6 +2,7 @@ import Dispatch
 import EmojiArt
 import Foundation
 import ImageCache
+import Imaging
 import GalleryServer
 import MessageSignatures
 import NIOCore
@@ -26,13 +27,15 @@ import TestSupport
     /// directory of this test's own, never the user's.
     let data = TemporaryDirectory("emojiart-data")
 
-    func run(_ arguments: [String]) async throws -> Outcome {
+    func run(_ arguments: [String], executable: String = Self.binary) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 let process = Process()
-                process.executableURL = URL(fileURLWithPath: Self.binary)
+                process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = arguments
-                process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_WARNING": "0", "XDG_DATA_HOME": data.url.path]) { $1 }
+                // Without LD_LIBRARY_PATH: the binary finds its libvips by itself, as when installed.
+                process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "LD_LIBRARY_PATH" }
+                    .merging(["VIPS_WARNING": "0", "XDG_DATA_HOME": data.url.path]) { $1 }
                 let pipe = Pipe()
                 process.standardOutput = pipe
                 process.standardError = pipe
@@ -205,5 +208,27 @@ import TestSupport
 
         let badSize = try await run(["thumbnail", art.path, "-o", output.path, "--size", "0"])
         #expect(badSize.status != 0 && badSize.output.contains("--size"))
+    }
+
+    /// The executable, run as a person runs it, says which libvips it runs on: the one its test
+    /// process loaded (the pinned build unless built with VIPS=system), and whether SIMD is on.
+    @Test func versionNamesTheLibvipsTheBinaryRunsOn() async throws {
+        let expected = "libvips \(Imaging.libvipsVersion), SIMD \(Imaging.isVectorised ? "on" : "off")"
+        for arguments in [["thumbnail", "--version"], ["--version"]] {
+            let outcome = try await run(arguments)
+            #expect(outcome.status == 0 && outcome.output == "emojiart on \(expected)\n", "\(arguments): \(outcome.output)")
+        }
+        let help = try await run(["thumbnail", "--help"]).output.replacingOccurrences(of: "\n", with: " ")
+        #expect(help.contains("Runs on libvips \(Imaging.libvipsVersion)"), "\(help)")
+    }
+
+    /// An installed binary (deploy/systemd runs /usr/local/bin/emojiart) finds libvips without
+    /// the clone: a copy elsewhere, run without LD_LIBRARY_PATH, runs on the same libvips.
+    @Test func aCopyOutsideTheCloneRunsOnTheSameLibvips() async throws {
+        let directory = TemporaryDirectory("emojiart-installed")
+        let copy = directory.url.appendingPathComponent("emojiart")
+        try FileManager.default.copyItem(atPath: Self.binary, toPath: copy.path)
+        let outcome = try await run(["--version"], executable: copy.path)
+        #expect(outcome.status == 0 && outcome.output.contains("libvips \(Imaging.libvipsVersion)"), "\(outcome.output)")
     }
 }

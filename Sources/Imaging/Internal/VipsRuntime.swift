@@ -16,13 +16,23 @@ enum VipsRuntime {
         if ProcessInfo.processInfo.environment["VIPS_CONCURRENCY"] == nil {
             vips_concurrency_set(1)
         }
-        // No run-time compiled SIMD (liborc): with many images resized at once on several
-        // threads, liborc 0.4.33 crashed the process here once (a SIGSEGV inside liborc during a
-        // thumbnail, seen in a CI run), as it did for sharp, which shipped with it off for years.
-        // It costs a fifth of the single-thread speed of a resize; a crash costs more.
-        vips_vector_set_enabled(0)
+        // SIMD only where it is compiled ahead of time. Up to 8.14 libvips' SIMD is liborc's
+        // run-time compiled code: with many images resized at once on several threads, liborc
+        // 0.4.33 crashed the process here (a SIGSEGV inside liborc during a thumbnail, 1 stress
+        // run in 15), as it did for sharp, which shipped with it off for years. From 8.15 on it
+        // is Highway's, compiled into the library: on, unless VIPS_NOVECTOR asks otherwise.
+        let aheadOfTime = (version.0, version.1) >= (8, 15)
+        if !aheadOfTime || ProcessInfo.processInfo.environment["VIPS_NOVECTOR"] == nil {
+            vips_vector_set_enabled(aheadOfTime ? 1 : 0)
+        }
         return .success(())
     }()
+
+    /// The version of the libvips this process runs on (not the headers it was compiled with):
+    /// major, minor, micro.
+    static let version: (Int, Int, Int) = (
+        Int(vips_version(0)), Int(vips_version(1)), Int(vips_version(2))
+    )
 
     /// Takes libvips' error buffer and clears it, so one call's message never leaks into the
     /// next call's error. The buffer is process-global: under heavy concurrent failure another
