@@ -15,12 +15,11 @@ import os
 import sys
 import time
 
-from PIL import Image
-
 CLASSES = ["art-rgba-png", "art-rgb-png", "art-jpeg", "1024-rgba-png", "1024-rgb-png", "1024-jpeg"]
 
 
 def prepare(art_png, out_dir):
+    from PIL import Image
     os.makedirs(out_dir, exist_ok=True)
     art = Image.open(art_png).convert("RGB")
     # A 1024x1024 photo-like image: the art scaled up, with a pattern so it does not compress to nothing.
@@ -44,6 +43,7 @@ def files(in_dir):
 
 
 def pillow(data):
+    from PIL import Image
     image = Image.open(io.BytesIO(data))
     image.draft("RGB", (200, 200))  # JPEG shrink-on-load, like libvips
     image.thumbnail((200, 200))

@@ -77,8 +77,9 @@ static inline int cvips_mean_abs_difference(VipsImage *a, VipsImage *b, double *
     return status;
 }
 
-static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression) {
-    return vips_pngsave_buffer(in, buf, len, "compression", compression, "strip", TRUE, NULL);
+/// `filter` is a VipsForeignPngFilter: VIPS_FOREIGN_PNG_FILTER_NONE, _SUB, ...
+static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, int compression, int filter) {
+    return vips_pngsave_buffer(in, buf, len, "compression", compression, "filter", filter, "strip", TRUE, NULL);
 }
 
 static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {

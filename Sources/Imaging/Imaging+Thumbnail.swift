@@ -10,7 +10,10 @@ extension Imaging {
     /// colour never bleeds from transparent pixels into semi-transparent edges; it is
     /// unpremultiplied at thumbnail size. (libvips' own thumbnail premultiplies in float and
     /// shrinks the floats: a quarter slower on a 1024 px RGBA PNG, the same quality within
-    /// rounding.) Loading is strict: a truncated or corrupt input is an
+    /// rounding.) A PNG thumbnail of a photograph (JPEG, WebP) or of an image with alpha is
+    /// deflated with PNG's left-difference filter at zlib level 3, one of a drawn image without
+    /// alpha with no filter at level 6: each the smaller and the faster for its kind, measured on
+    /// libvips 8.18. Loading is strict: a truncated or corrupt input is an
     /// error, never a partly grey image. Synchronous CPU work; safe to call from many tasks at
     /// once.
     /// - Parameters:
@@ -47,7 +50,7 @@ extension Imaging {
                 }
             }
             // Pixels are decoded lazily while encoding, so a truncated input fails here.
-            let encoded = try image.encode(format, failure: corrupt)
+            let encoded = try image.encode(format, png: .thumbnail(of: info), failure: corrupt)
             return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
         }
     }
