@@ -10,16 +10,13 @@ struct CacheOptions: ParsableArguments {
     @Option(help: "Cache directory (default: $XDG_CACHE_HOME/emojiart or ~/.cache/emojiart).")
     var cacheDir: String?
 
-    @Flag(help: "Run each stage of the cache at once in the requesting task, on Swift's own threads, with no limits or priorities, as the first edition did (to compare in benchmarks).")
-    var unscheduled = false
-
     var directory: URL {
         cacheDir.map { URL(fileURLWithPath: $0) } ?? ImageDatabase.Configuration.defaultDirectory
     }
 
     func database() -> ImageDatabase {
         ImageDatabase(
-            configuration: .init(directory: directory, loader: .init(limits: unscheduled ? .unscheduled : .init())),
+            configuration: .init(directory: directory, loader: .init()),
             logger: Logger(label: "cache")
         )
     }

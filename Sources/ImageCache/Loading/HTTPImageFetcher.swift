@@ -19,10 +19,11 @@ import Synchronization
 /// ``ImageLoader/Error/connectionFailed(url:reason:)``, so a cache with stale entries answers
 /// them at once instead of each waiting out the client's connect retries.
 ///
-/// At most ``maxConcurrentRequests`` requests of one fetcher run at once; the others wait here,
-/// in arrival order, before they reach the client. AsyncHTTPClient bounds a queued request's wait
-/// for a pooled connection by the connect timeout (2 s), so a burst queued in its pool would fail
-/// with time-outs; queued here, it waits as long as the burst takes.
+/// The fetcher does not limit how many requests run at once: a pipeline's
+/// ``ImageLoader/Limits/downloads`` and ``ImageLoader/Limits/downloadsPerHost`` (8 and 6, within
+/// the client's 8 connections per host) are the one place downloads are limited, and its queues
+/// wait as long as a burst takes. Used alone, keep a burst within the client's connections:
+/// AsyncHTTPClient bounds a request's wait for a pooled connection by the connect timeout (2 s).
 public struct HTTPImageFetcher: ImageFetching {
     /// The client; ``defaultClient`` unless one is given.
     public let client: HTTPClient
@@ -30,11 +31,8 @@ public struct HTTPImageFetcher: ImageFetching {
     public var timeout: Duration
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
-    /// Requests this fetcher runs at once; the default matches the client's 8 connections per host.
-    public var maxConcurrentRequests: Int { limiter.limit }
     /// How long an origin that could not be connected to is not asked again. Default 2 s.
     public var unreachableBackoff: Duration
-    private let limiter: AsyncLimiter
     private let unreachable = UnreachableOrigins()
 
     /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
@@ -48,16 +46,15 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Creates a fetcher.
     public init(
         client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024,
-        maxConcurrentRequests: Int = 8, unreachableBackoff: Duration = .seconds(2)
+        unreachableBackoff: Duration = .seconds(2)
     ) {
         self.client = client
         self.unreachableBackoff = unreachableBackoff
         self.timeout = timeout
         self.maxBodySize = maxBodySize
-        limiter = AsyncLimiter(limit: maxConcurrentRequests)
     }
 
-    /// Fetches `request.url`, waiting for a free slot first (see ``maxConcurrentRequests``).
+    /// Fetches `request.url`.
     /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`.
     public func fetch(_ request: ImageRequest) async throws -> Image {
         switch try await fetch(request, revalidating: nil) {
@@ -69,7 +66,7 @@ public struct HTTPImageFetcher: ImageFetching {
 
     /// Fetches `request.url`, conditionally on `stored`'s validators when given.
     public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
-        try await limiter.run { try await send(request, revalidating: stored) }
+        try await send(request, revalidating: stored)
     }
 
     private func send(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {

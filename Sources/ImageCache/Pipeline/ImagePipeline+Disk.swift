@@ -67,7 +67,6 @@ extension ImagePipeline {
     /// Stage 6: writes the flight's result within the disk-write limit, on the I/O threads.
     /// Refused or cancelled, the image is still answered, only not stored.
     func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: Flights.FlightID) async {
-        guard scheduler.limits.isScheduling else { return write(image, forKey: key, to: disk) }
         do {
             try await scheduler.run(.diskWrite, for: .flight(id)) {
                 try await ioPool.run { self.write(image, forKey: key, to: disk) }
@@ -148,7 +147,6 @@ extension ImagePipeline {
                 self.logger.error("\(error)")
             }
         }
-        guard scheduler.limits.isScheduling else { return write() }
         do {
             try await scheduler.run(.diskWrite, for: .flight(id)) { try await ioPool.run(write) }
         } catch {

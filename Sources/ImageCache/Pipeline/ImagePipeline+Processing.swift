@@ -10,7 +10,7 @@ extension ImagePipeline {
 
     /// ``verified(_:request:)`` on the processing threads for a large payload, here otherwise.
     func verified(_ image: Image, request: ImageRequest, flight id: Flights.FlightID) async throws -> Image {
-        guard image.data.count >= Self.largePayload, scheduler.limits.isScheduling else {
+        guard image.data.count >= Self.largePayload else {
             return try Self.verified(image, request: request)
         }
         return try await scheduler.run(.processing, for: .flight(id)) {
@@ -19,11 +19,9 @@ extension ImagePipeline {
     }
 
     /// Runs `operation` with the processing threads as its executor, so the synchronous work
-    /// inside it blocks one of them and never one of Swift's cooperative threads. Unscheduled,
-    /// it runs here.
+    /// inside it blocks one of them and never one of Swift's cooperative threads.
     func onProcessingThreads<T>(_ operation: () async throws -> T) async throws -> T {
-        guard scheduler.limits.isScheduling else { return try await operation() }
-        return try await withTaskExecutorPreference(processingPool) { try await operation() }
+        try await withTaskExecutorPreference(processingPool) { try await operation() }
     }
 
     /// `scheme://host:port` of `url`: what the per-host download limit counts.

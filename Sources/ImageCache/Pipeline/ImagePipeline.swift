@@ -122,8 +122,8 @@ final class ImagePipeline: Sendable {
         self.logger = logger
         memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
         scheduler = Scheduler(limits: configuration.limits, clock: clock)
-        processingPool = WorkerPool(name: "processing", threads: configuration.limits.isScheduling ? configuration.limits.processing : 1)
-        ioPool = WorkerPool(name: "io", threads: configuration.limits.isScheduling ? configuration.limits.diskWrites : 1)
+        processingPool = WorkerPool(name: "processing", threads: configuration.limits.processing)
+        ioPool = WorkerPool(name: "io", threads: configuration.limits.diskWrites)
     }
 
     /// Who asks for an image: a node of the scheduler's priority graph, and what answering it

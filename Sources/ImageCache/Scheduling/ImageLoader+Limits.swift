@@ -37,10 +37,6 @@ extension ImageLoader {
         /// How long work queued beyond ``queueCapacity`` waits before it fails with
         /// ``ImageLoader/Error/tooBusy(stage:waited:)``. Measured on the loader's clock.
         public var interactiveDeadline: Duration
-        /// Whether stages are limited and processing runs on worker threads (the default), or
-        /// every piece of work runs at once in the calling task, on Swift's cooperative threads:
-        /// the first edition's behaviour, kept so benchmarks can compare the two.
-        public var isScheduling: Bool
 
         /// Creates limits; the defaults suit one machine's cores.
         public init(
@@ -51,8 +47,7 @@ extension ImageLoader {
             diskWrites: Int = 2,
             waitingOriginalBytes: Int = 64 * 1024 * 1024,
             queueCapacity: Int = 2000,
-            interactiveDeadline: Duration = .seconds(30),
-            isScheduling: Bool = true
+            interactiveDeadline: Duration = .seconds(30)
         ) {
             self.downloads = max(1, downloads)
             self.downloadsPerHost = max(1, downloadsPerHost)
@@ -62,15 +57,7 @@ extension ImageLoader {
             self.waitingOriginalBytes = max(1, waitingOriginalBytes)
             self.queueCapacity = max(1, queueCapacity)
             self.interactiveDeadline = interactiveDeadline
-            self.isScheduling = isScheduling
         }
-
-        /// No limits and no worker threads: every piece of work runs in its caller's task, as in
-        /// the first edition.
-        public static let unscheduled = Limits(
-            downloads: .max, downloadsPerHost: .max, processing: .max, diskReads: .max, diskWrites: .max,
-            waitingOriginalBytes: .max, queueCapacity: .max, isScheduling: false
-        )
     }
 }
 

@@ -103,7 +103,6 @@ final class Scheduler: Sendable {
     func run<T>(
         _ stage: Stage, host: String? = nil, queueingFor node: () -> Node, _ operation: () async throws -> T
     ) async throws -> T {
-        guard limits.isScheduling else { return try await operation() }
         try await acquire(stage, node: node, host: host)
         defer { release(stage, host: host) }
         try Task.checkCancellation()
@@ -170,7 +169,6 @@ final class Scheduler: Sendable {
     /// Runs `operation` (processing a variant) while `bytes` of its original count against
     /// ``ImageLoader/Limits/waitingOriginalBytes``: downloads wait while the total is over it.
     func holdingOriginal<T>(bytes: Int, _ operation: () async throws -> T) async throws -> T {
-        guard limits.isScheduling else { return try await operation() }
         machine.withLock { $0.holdOriginal(bytes: bytes) }
         defer {
             let started = machine.withLock { $0.releaseOriginal(bytes: bytes) }
