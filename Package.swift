@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "ImageCache", targets: ["ImageCache"]),
         .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
         .library(name: "Imaging", targets: ["Imaging"]),
+        .library(name: "GalleryFeed", targets: ["GalleryFeed"]),
         .library(name: "GalleryServer", targets: ["GalleryServer"]),
         .library(name: "FastLane", targets: ["FastLane"]),
         .library(name: "EmojiArt", targets: ["EmojiArt"]),
@@ -85,6 +86,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The feed's wire types (`ImageFile`), which the gallery writes and the app reads.
+        .target(
+            name: "GalleryFeed",
+            swiftSettings: swiftSettings
+        ),
         // RFC 9421 message signatures, RFC 9530 digests and RFC 8037 keys: the gallery signs its
         // feed with them and the app verifies it, with one definition of the wire format.
         .target(
@@ -114,6 +120,7 @@ let package = Package(
             name: "GalleryServer",
             dependencies: [
                 "FastLane",
+                "GalleryFeed",
                 "HTTPCaching",
                 "Imaging",
                 "MessageSignatures",
@@ -135,6 +142,7 @@ let package = Package(
             name: "EmojiArt",
             dependencies: [
                 "FastLane",
+                "GalleryFeed",
                 "HTTPCaching",
                 "ImageCache",
                 "Imaging",
@@ -236,7 +244,7 @@ let package = Package(
         .testTarget(
             name: "GalleryServerTests",
             dependencies: [
-                "FastLane", "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
+                "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -252,7 +260,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "FastLane", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                "EmojiArt", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

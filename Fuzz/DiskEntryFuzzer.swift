@@ -12,6 +12,7 @@
 // with every price formatted. A trap, an out-of-bounds access or a decoded value outside the
 // ranges the format promises is a crash, which libFuzzer reports with the input that caused it.
 import Foundation
+import GalleryFeed
 import HTTPCaching
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,4 +1,5 @@
 import Crypto
+import HTTPCaching
 import Imaging
 public import NIOCore
 import Synchronization
@@ -56,7 +57,7 @@ public struct ArtStore: Sendable {
                 next += 1
                 group.addTask {
                     let png = try renderer.render(emoji: String(catalog.emoji[piece]), palette: .init(piece: piece))
-                    let digest = SHA256.hash(data: png).hexDigest
+                    let digest = Hex.lowercase(SHA256.hash(data: png))
                     return (piece, Piece(png: ByteBuffer(bytes: png), sha256: digest))
                 }
             }

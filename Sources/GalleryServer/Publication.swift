@@ -48,7 +48,7 @@ public final class Edition: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = try encoder.encode(Feed.make(seed: seed, catalog: catalog, checksums: pieces.map(\.checksum)))
         feed = ByteBuffer(bytes: json)
-        feedETag = "\"" + SHA256.hash(data: json).hexDigest + "\""
+        feedETag = "\"" + Hex.lowercase(SHA256.hash(data: json)) + "\""
         feedDigest = ContentDigest.fieldValue(for: json)
     }
 }
@@ -101,7 +101,7 @@ public actor Publication {
             let palette = ArtRenderer.Palette(piece: number + 1 + revision % 2)
             let shift = 16 * (revision % 12 + 1) - 96
             let png = try renderer.render(emoji: String(previous.catalog.emoji[number]), palette: palette, shift: shift == 0 ? 112 : shift)
-            pieces[number] = ArtStore.Piece(png: ByteBuffer(bytes: png), sha256: SHA256.hash(data: png).hexDigest)
+            pieces[number] = ArtStore.Piece(png: ByteBuffer(bytes: png), sha256: Hex.lowercase(SHA256.hash(data: png)))
             modified[number] = date
         }
         let edition = try Edition(

@@ -1,17 +1,11 @@
+import HTTPCaching
+
 /// Hex conversions of digests, apart from the hashing itself so the disk format's code (and
 /// `make fuzz`, which compiles it alone) needs no crypto library.
 extension SHA256Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    /// Bytes as lowercase hex, two digits each.
+    /// Bytes as lowercase hex, two digits each (HTTPCaching's `Hex`, the one encoder).
     public static func hex(_ digest: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        Hex.lowercase(digest)
     }
 
     /// The bytes of 64 hex digits (either case); `nil` for anything else.

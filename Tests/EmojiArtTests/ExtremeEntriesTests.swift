@@ -4,6 +4,7 @@ import HTTPCaching
 @testable import ImageCache
 import Testing
 import TestSupport
+import GalleryFeed
 
 /// Builds disk entries by hand, field by field, with a valid XXH3 checksum whatever they hold: what
 /// someone who can write the cache directory can plant.

@@ -10,6 +10,7 @@ import NIOCore
 import ServiceLifecycle
 import Testing
 import TestSupport
+import GalleryFeed
 
 /// The fast lane against Hummingbird alone: twin servers on one router, one model and one
 /// database, one with the lane and one without, asked the same things over raw connections.

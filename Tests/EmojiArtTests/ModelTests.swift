@@ -3,6 +3,7 @@ import Foundation
 import GalleryServer
 import ImageCache
 import Testing
+import GalleryFeed
 
 @Suite struct ModelTests {
     @Test func verifiesTheWholeFeedWithMonotonicProgress() async throws {

@@ -10,6 +10,7 @@ import ImageCache
 import MessageSignatures
 import Testing
 import TestSupport
+import GalleryFeed
 
 /// The stored feed is used only as the bytes this machine authenticated: someone who can write
 /// the cache directory (a restored or shared cache) and re-seals an entry with another body gets
@@ -36,7 +37,7 @@ import TestSupport
         let database = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
         let found = await database.cachedImage(forKey: key)
         let genuine = try #require(found)
-        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(genuine.data))
+        var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
         var forged = genuine
         forged.data = Array(try JSONEncoder().encode(feed))
@@ -133,7 +134,7 @@ import TestSupport
             }
             let found = await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
             let stored = try #require(found)
-            #expect(try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(stored.data)) == genuine)
+            #expect(try JSONDecoder().decode([ImageFile].self, from: Data(stored.data)) == genuine)
 
             // The next start revalidates the genuine copy as usual.
             let (next, _) = start(galleryURL)
@@ -178,7 +179,7 @@ import TestSupport
         let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
         let found = await database.cachedImage(forKey: feedKey)
         let genuine = try #require(found)
-        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(genuine.data))
+        var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
         var forged = genuine
         forged.data = Array(try JSONEncoder().encode(feed))

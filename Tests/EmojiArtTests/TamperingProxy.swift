@@ -10,6 +10,7 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 import TestSupport
+import GalleryFeed
 
 /// A real HTTP proxy on 127.0.0.1 in front of a gallery that alters what passes through, as a
 /// hostile network would: the attacks the feed's signature must stop.
@@ -173,8 +174,8 @@ final class TamperingProxy: Sendable {
         return Response(status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    private static func editFeed(_ bytes: [UInt8], _ edit: (inout [EmojiArt.ImageFile]) -> Void) throws -> [UInt8] {
-        var feed = try JSONDecoder().decode([EmojiArt.ImageFile].self, from: Data(bytes))
+    private static func editFeed(_ bytes: [UInt8], _ edit: (inout [ImageFile]) -> Void) throws -> [UInt8] {
+        var feed = try JSONDecoder().decode([ImageFile].self, from: Data(bytes))
         edit(&feed)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -9,6 +9,7 @@ import Imaging
 import NIOHTTP1
 import Testing
 import TestSupport
+import GalleryFeed
 
 @Suite struct WebRouteTests {
     /// The app's router against a live gallery, after verification finished.

@@ -7,6 +7,7 @@ import NIOFoundationEssentialsCompat
 import NIOHTTP1
 import Testing
 import TestSupport
+import GalleryFeed
 
 @Suite struct GalleryLiveTests {
     @Test func realClientFetchesFeedAndImageOverASocket() async throws {

@@ -8,6 +8,7 @@ import NIOFoundationEssentialsCompat
 import NIOHTTP1
 import Testing
 import TestSupport
+import GalleryFeed
 
 /// New art at unchanged URLs, and the gallery's dates from its injected clock, over a socket.
 @Suite(.timeLimit(.minutes(3))) struct GalleryRevisionTests {

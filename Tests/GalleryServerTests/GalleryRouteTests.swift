@@ -7,6 +7,7 @@ import Imaging
 import NIOFoundationEssentialsCompat
 import Testing
 import TestSupport
+import GalleryFeed
 
 @Suite struct GalleryRouteTests {
     func gallery(_ configuration: GalleryConfiguration = .init(port: 0)) async throws -> some ApplicationProtocol {

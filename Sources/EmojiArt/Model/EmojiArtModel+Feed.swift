@@ -6,6 +6,7 @@ import Logging
 import MessageSignatures
 import NIOCore
 import NIOHTTP1
+public import GalleryFeed
 
 /// The feed: fetched, authenticated and kept in the cache like any entry.
 extension EmojiArtModel {

@@ -5,6 +5,7 @@ public import Logging
 public import MessageSignatures
 import NIOCore
 import NIOHTTP1
+public import GalleryFeed
 
 /// The book's `EmojiArtModel`: loads the gallery's feed, authenticates it (its signature, made
 /// with the gallery's key), then verifies every image against the signed checksums,

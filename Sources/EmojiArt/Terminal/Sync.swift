@@ -1,5 +1,6 @@
 import Foundation
 public import ImageCache
+public import GalleryFeed
 
 /// `emojiart sync`: load the feed, verify it, fetch every thumbnail, and report.
 public struct Sync: Sendable {

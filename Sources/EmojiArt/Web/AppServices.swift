@@ -2,6 +2,7 @@ import Foundation
 import ImageCache
 import Mustache
 import Synchronization
+import GalleryFeed
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
 /// (an actor) and the database (a global actor).

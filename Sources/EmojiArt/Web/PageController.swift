@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ImageCache
+import GalleryFeed
 
 /// The HTML pages: loading (live progress), the catalog, details, and the cache actions.
 struct PageController<Context: RequestContext>: Sendable {

@@ -1,3 +1,4 @@
+public import GalleryFeed
 /// Builds the feed: every piece listed three times, shuffled, each entry with its own price.
 public enum Feed {
     /// How often each piece appears in the feed, as in the book.

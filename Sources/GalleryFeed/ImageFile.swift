@@ -1,15 +1,17 @@
-/// One entry of the gallery's feed, the book's `ImageFile`, as the app reads it.
+/// One entry of the feed at `GET /gallery/images`, the book's `ImageFile`: the wire type the
+/// gallery writes and the app reads, defined once.
 public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
-    /// The emoji's name, e.g. "Grinning Face".
+    /// The emoji's Unicode name, e.g. "Grinning Face".
     public var name: String
-    /// The image's path on the gallery, e.g. `/gallery/image?3`.
+    /// Where the image is served, relative to the server: `/gallery/image?N`.
     public var url: String
-    /// The price in dollars.
+    /// The price in dollars: the gallery's are 5...1000 with two decimals; any feed's decode only
+    /// within ``priceRange``.
     public var price: Double
-    /// `sha256:` and the hex digest of the image's bytes.
+    /// `sha256:` followed by the lowercase hex SHA-256 of the exact bytes `url` serves.
     public var checksum: String
 
-    /// Creates an entry.
+    /// Creates a feed entry.
     public init(name: String, url: String, price: Double, checksum: String) {
         self.name = name
         self.url = url
@@ -47,20 +49,5 @@ public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
     /// The piece number in `url` (`/gallery/image?N`), when it has one.
     public var pieceNumber: Int? {
         url.split(separator: "?", maxSplits: 1).last.flatMap { Int($0) }
-    }
-
-    /// The price as money: "$1,234.50".
-    public var formattedPrice: String {
-        // Held to priceRange first (NaN to 0): Int(x) of an unchecked Double traps.
-        let amount = price >= Self.priceRange.lowerBound ? min(price, Self.priceRange.upperBound) : Self.priceRange.lowerBound
-        let cents = Int((amount * 100).rounded())
-        let dollars = String(cents / 100)
-        var grouped = ""
-        for (offset, digit) in dollars.reversed().enumerated() {
-            if offset > 0, offset % 3 == 0 { grouped.append(",") }
-            grouped.append(digit)
-        }
-        let fraction = cents % 100
-        return "$" + String(grouped.reversed()) + "." + (fraction < 10 ? "0" : "") + String(fraction)
     }
 }
