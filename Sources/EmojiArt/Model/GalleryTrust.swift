@@ -1,4 +1,5 @@
 public import Foundation
+import HTTPCaching
 public import MessageSignatures
 #if canImport(Glibc)
 import Glibc
@@ -83,7 +84,7 @@ public struct TrustStore: Sendable {
 
     /// The key trusted for `gallery`, if any.
     public func key(for gallery: URL) throws(Failure) -> JSONWebKey? {
-        try withLock { () throws(Failure) in try Self.read(file) }.galleries[Self.origin(gallery)]
+        try withLock { () throws(Failure) in try Self.read(file) }.galleries[gallery.originKey]
     }
 
     /// Trusts `key` for `gallery` from now on (replacing any earlier key): what
@@ -93,7 +94,7 @@ public struct TrustStore: Sendable {
     public func trust(_ key: JSONWebKey, for gallery: URL) throws(Failure) -> JSONWebKey? {
         try withLock { () throws(Failure) in
             var contents = try Self.read(file)
-            let before = contents.galleries.updateValue(key, forKey: Self.origin(gallery))
+            let before = contents.galleries.updateValue(key, forKey: gallery.originKey)
             try Self.write(contents, to: file)
             return before
         }
@@ -105,8 +106,8 @@ public struct TrustStore: Sendable {
     public func trustOnFirstUse(_ key: JSONWebKey, for gallery: URL) throws(Failure) -> JSONWebKey {
         try withLock { () throws(Failure) in
             var contents = try Self.read(file)
-            if let existing = contents.galleries[Self.origin(gallery)] { return existing }
-            contents.galleries[Self.origin(gallery)] = key
+            if let existing = contents.galleries[gallery.originKey] { return existing }
+            contents.galleries[gallery.originKey] = key
             try Self.write(contents, to: file)
             return key
         }
@@ -159,12 +160,6 @@ public struct TrustStore: Sendable {
         try withLock { () throws(Failure) in try Self.read(file) }.acceptedFeeds[fingerprint]?.contains(feedDigest) ?? false
     }
 
-    /// `scheme://host:port` of a gallery URL: what one trust entry is for.
-    static func origin(_ url: URL) -> String {
-        let scheme = url.scheme ?? "http"
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host ?? ""):\(port)"
-    }
 
     /// Whole seconds since 1970 of `date`, clamped to years 1-9999 so no date can trap.
     static func seconds(_ date: Date) -> Int64 {

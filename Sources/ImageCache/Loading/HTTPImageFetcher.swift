@@ -86,7 +86,7 @@ public struct HTTPImageFetcher: ImageFetching {
         } else {
             seconds > 0 ? .distantFuture : .now()
         }
-        let origin = "\(scheme)://\(request.url.host ?? ""):\(request.url.port ?? (scheme == "https" ? 443 : 80))"
+        let origin = request.url.originKey
         if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
             throw ImageLoader.Error.connectionFailed(
                 url: url, reason: "\(origin) could not be reached \(since.formatted(.units(allowed: [.seconds, .milliseconds]))) ago; not asking again yet"

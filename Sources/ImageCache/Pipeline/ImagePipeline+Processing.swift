@@ -24,12 +24,6 @@ extension ImagePipeline {
         try await withTaskExecutorPreference(processingPool) { try await operation() }
     }
 
-    /// `scheme://host:port` of `url`: what the per-host download limit counts.
-    static func origin(of url: URL) -> String {
-        let scheme = url.scheme ?? "http"
-        return "\(scheme)://\(url.host ?? ""):\(url.port ?? (scheme == "https" ? 443 : 80))"
-    }
-
     /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
     /// records their digest as ``Image/originalSHA256``.
     static func verified(_ image: Image, request: ImageRequest) throws(ImageLoader.Error) -> Image {

@@ -410,7 +410,7 @@ final class ImagePipeline: Sendable {
     ) async throws -> Image {
         let validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
         let (response, requestTime, responseTime) = try await scheduler.run(
-            .download, for: .flight(id), host: Self.origin(of: request.url)
+            .download, for: .flight(id), host: request.url.originKey
         ) {
             counters.originFetches.increment()
             let requestTime = now()
