@@ -1,0 +1,61 @@
+import FastLane
+import HTTPCaching
+import HTTPTypes
+import Hummingbird
+import ImageCache
+import NIOCore
+
+extension AppServices {
+    /// What an image request needs: the piece's request through the database, or no such
+    /// piece, or a redirect to the current `v=`.
+    enum ImagePlan {
+        case notFound(String)
+        case redirect(String)
+        case load(ImageLoad)
+    }
+
+    /// A piece's variant to load and how to answer it.
+    struct ImageLoad {
+        let variant: ServedVariant
+        /// The answer prepared for the bytes memory held when it was made, if any.
+        let prepared: PreparedAnswer?
+        /// Whether the URL named the current `v=` (``HTTPCacheMode/immutable`` only).
+        let versioned: Bool
+
+        var piece: Int { variant.key.piece }
+        var request: ImageRequest { variant.request }
+    }
+
+    /// The `Cache-Control` values of image answers in this app's mode.
+    var cacheControl: ImageCacheControl { ImageCacheControl(httpCache) }
+
+    /// The plan for `route` of `piece`, asked with `version` (`v=`), if any.
+    func plan(_ route: ImageRoute, piece: Int?, version: Substring?) -> ImagePlan {
+        guard let piece, let entry = entry(piece: piece, route: route) else {
+            return .notFound("no such piece in the feed")
+        }
+        var versioned = false
+        if httpCache == .immutable, let version {
+            let current = entry.variant.version
+            // Another original or another variant than the URL names: send the current one.
+            guard version == current else { return .redirect("/\(route.rawValue)/\(piece)?v=\(current)") }
+            versioned = true
+        }
+        return .load(ImageLoad(variant: entry.variant, prepared: entry.prepared, versioned: versioned))
+    }
+
+    /// The answer with `image`: 200 with the bytes, or 304 when `ifNoneMatch` matches its ETag.
+    /// Made once for the bytes memory holds (see ``ServedVariants``), then reused.
+    func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?) -> FastLane.Answer {
+        let prepared: PreparedAnswer
+        if let made = load.prepared, made.isMade(from: image) {
+            prepared = made
+        } else {
+            let etag = variants.etag(of: image, load.variant) ?? "\"" + SHA256Hex.digest(image.data) + "\""
+            prepared = PreparedAnswer(image: image, etag: etag, cacheControl: cacheControl)
+            variants.keep(etag: etag, of: image, prepared: prepared, for: load.variant)
+        }
+        let notModified = ifNoneMatch.map { ConditionalRequest.matches($0, etag: prepared.etag) } ?? false
+        return prepared.answer(versioned: load.versioned, notModified: notModified)
+    }
+}
