@@ -237,7 +237,6 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: [
                 "ImageCache", "CXXHash", "HTTPCaching", "TestSupport", "imagecache-crash-writer",
-                .product(name: "Clocks", package: "swift-clocks"),
             ],
             swiftSettings: swiftSettings
         ),

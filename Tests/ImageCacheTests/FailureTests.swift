@@ -1,4 +1,3 @@
-import Clocks
 import Foundation
 import ImageCache
 import Testing
@@ -6,7 +5,7 @@ import TestSupport
 
 @Suite(.timeLimit(.minutes(3))) struct FailureTests {
     let directory = TemporaryDirectory()
-    let clock = TestClock<Duration>()
+    let clock = ManualClock()
 
     func database(_ loader: ImageLoader.Configuration = .init(), fetcher: any ImageFetching = HTTPImageFetcher()) -> ImageDatabase {
         ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader), fetcher: fetcher, clock: clock)
@@ -29,10 +28,10 @@ import TestSupport
             #expect(reason == .httpStatus(500, url: request.url.absoluteString))
 
             origin.set("flaky", .image(payload(3)))
-            await clock.advance(by: .seconds(4))
+            clock.advance(by: .seconds(4))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
             #expect(origin.requests("flaky") == 1)
-            await clock.advance(by: .seconds(1))
+            clock.advance(by: .seconds(1))
             #expect(try await database.image(request).data == payload(3))
             #expect(origin.requests("flaky") == 2)
             #expect(await database.stats().failures == 1)
@@ -46,10 +45,10 @@ import TestSupport
             let request = ImageRequest(url: base.appendingPathComponent("images/gone"))
             await #expect(throws: ImageLoader.Error.httpStatus(404, url: request.url.absoluteString)) { try await database.image(request) }
             origin.set("gone", .image(payload(1)))
-            await clock.advance(by: .seconds(60))
+            clock.advance(by: .seconds(60))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
             #expect(origin.requests("gone") == 1)
-            await clock.advance(by: .seconds(240))
+            clock.advance(by: .seconds(240))
             #expect(try await database.image(request).data == payload(1))
         }
     }

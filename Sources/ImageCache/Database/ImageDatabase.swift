@@ -77,7 +77,7 @@ public actor ImageDatabase {
     /// - Parameters:
     ///   - configuration: the directory, the disk limit and the loader's limits.
     ///   - fetcher: where originals come from; HTTP by default.
-    ///   - clock: the clock failure expiries run on; tests pass a `TestClock`.
+    ///   - clock: the clock failure expiries run on; tests pass a clock they move by hand.
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts,
     ///     so it is the date, not a duration clock; tests pass one they move.
     ///   - logger: where the cache logs damaged entries, disk failures and stale answers.

@@ -86,7 +86,7 @@ public actor ImageLoader {
     /// - Parameters:
     ///   - configuration: limits, expiries and the variant ``image(_:)`` makes.
     ///   - fetcher: where originals come from; HTTP by default.
-    ///   - clock: the clock failure expiries are measured on; tests pass a `TestClock`.
+    ///   - clock: the clock failure expiries are measured on; tests pass a clock they move by hand.
     ///   - now: the wall clock HTTP freshness is judged by; tests pass one they move.
     public init(
         configuration: Configuration = .init(),
