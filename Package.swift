@@ -27,7 +27,7 @@ let package = Package(
         .library(name: "GalleryFeed", targets: ["GalleryFeed"]),
         .library(name: "GalleryServer", targets: ["GalleryServer"]),
         .library(name: "FastLane", targets: ["FastLane"]),
-        .library(name: "EmojiArt", targets: ["EmojiArt"]),
+        .library(name: "EmojiArtApp", targets: ["EmojiArtApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -139,7 +139,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
-            name: "EmojiArt",
+            name: "EmojiArtApp",
             dependencies: [
                 "FastLane",
                 "GalleryFeed",
@@ -166,7 +166,7 @@ let package = Package(
                 "MessageSignatures",
                 "ImageCache",
                 "GalleryServer",
-                "EmojiArt",
+                "EmojiArtApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -190,7 +190,7 @@ let package = Package(
                 "Imaging",
                 "ImageCache",
                 "GalleryServer",
-                "EmojiArt",
+                "EmojiArtApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -259,7 +259,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArt", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

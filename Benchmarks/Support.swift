@@ -1,4 +1,4 @@
-import EmojiArt
+import EmojiArtApp
 import Foundation
 
 /// Timing, subprocesses, wrk and nginx for the benchmarks.

@@ -1,5 +1,5 @@
 public import ArgumentParser
-public import EmojiArt
+public import EmojiArtApp
 import Foundation
 import Hummingbird
 import ImageCache

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Dispatch
-import EmojiArt
+import EmojiArtApp
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

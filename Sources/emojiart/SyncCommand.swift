@@ -1,5 +1,5 @@
 import ArgumentParser
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import ImageCache
 import Synchronization

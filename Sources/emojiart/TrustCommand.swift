@@ -1,6 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import ImageCache
 import MessageSignatures

@@ -1,4 +1,4 @@
-@testable import EmojiArt
+@testable import EmojiArtApp
 import FastLane
 import Foundation
 import Hummingbird

@@ -1,4 +1,4 @@
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import GalleryServer
 import ImageCache

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Dispatch
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,5 @@
 import Dispatch
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import ImageCache
 import Imaging

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Crypto
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import GalleryServer
 import Hummingbird

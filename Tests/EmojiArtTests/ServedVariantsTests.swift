@@ -1,4 +1,4 @@
-@testable import EmojiArt
+@testable import EmojiArtApp
 @testable import FastLane
 import Foundation
 import HTTPTypes

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import GalleryServer
 import Hummingbird

@@ -1,4 +1,4 @@
-import EmojiArt
+import EmojiArtApp
 import Testing
 
 @Suite struct TerminalTextTests {

@@ -1,4 +1,4 @@
-import EmojiArt
+import EmojiArtApp
 import Foundation
 import ImageCache
 import MessageSignatures
