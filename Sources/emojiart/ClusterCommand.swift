@@ -73,56 +73,50 @@ struct ClusterCommand: AsyncParsableCommand {
         var galleryIterator = galleryPorts.makeAsyncIterator()
         guard let galleryPortNumber = await galleryIterator.next() else { throw CommandFailure("the gallery did not start") }
 
-        let edge = try EdgeConfiguration(
-            instancePorts: (0..<instances).map { _ in LoopbackPort.free() }, galleryPort: galleryPortNumber,
-            edgePort: port == 0 ? LoopbackPort.free() : port, shieldPort: LoopbackPort.free(),
-            cacheDirectory: work.appendingPathComponent("nginx-cache").path
-        )
-        let prefix = work.appendingPathComponent("nginx").path
-        let conf = prefix + "/nginx.conf"
-        try edge.nginxConf(prefix: prefix).write(toFile: conf, atomically: true, encoding: .utf8)
-
-        var children: [Process] = []
-        func stopAll() {
-            for child in children where child.isRunning { kill(child.processIdentifier, SIGTERM) }
-            for child in children { child.waitUntilExit() }
-            galleryTask.cancel()
-        }
-        let proxy = Process()
-        proxy.executableURL = URL(fileURLWithPath: nginx)
-        proxy.arguments = ["-p", prefix, "-c", conf, "-g", "daemon off;"]
-        try proxy.run()
-        children.append(proxy)
-
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        for (index, instancePort) in edge.instancePorts.enumerated() {
-            let app = Process()
-            app.executableURL = executable
-            app.arguments = [
-                "app", "--port", "\(instancePort)", "--gallery", "http://127.0.0.1:\(edge.shieldPort)",
-                "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
-                "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
-                // The edge passes on the Host people open it by: its own address.
-                "--allowed-host", edge.host,
-            ]
-            app.standardOutput = FileHandle.nullDevice
+        // nginx and the instances must be told their ports before they start: a port chosen free
+        // can be taken by another process before its owner binds it. Then the fleet does not come
+        // up; it is stopped and started again on other ports, twice at most.
+        var attempt = 0
+        var fleet: (edge: EdgeConfiguration, proxy: Process, children: [Process])?
+        while fleet == nil {
+            attempt += 1
+            let edge = try EdgeConfiguration(
+                instancePorts: (0..<instances).map { _ in LoopbackPort.free() }, galleryPort: galleryPortNumber,
+                edgePort: port == 0 ? LoopbackPort.free() : port, shieldPort: LoopbackPort.free(),
+                cacheDirectory: work.appendingPathComponent("nginx-cache").path
+            )
+            let prefix = work.appendingPathComponent("nginx").path
+            let conf = prefix + "/nginx.conf"
+            try edge.nginxConf(prefix: prefix).write(toFile: conf, atomically: true, encoding: .utf8)
             do {
-                try app.run()
+                let (proxy, children) = try startFleet(edge, nginx: nginx, prefix: prefix, configuration: conf, key: key, work: work)
+                // Ready once nginx and every instance answer.
+                let ready = await waitUntilAnswering(
+                    ["http://127.0.0.1:\(edge.edgePort)/health"] + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
+                    while: { children.allSatisfy(\.isRunning) }
+                )
+                if ready {
+                    fleet = (edge, proxy, children)
+                    break
+                }
+                stop(children)
             } catch {
-                stopAll()
-                throw CommandFailure("could not start instance \(index + 1): \(error)")
+                galleryTask.cancel()
+                throw error
             }
-            children.append(app)
+            guard attempt < 3 else {
+                galleryTask.cancel()
+                throw CommandFailure("the cluster did not come up: see \(prefix)/error.log; is port \(edge.edgePort) free? (--port 0 picks one)")
+            }
+            FileHandle.standardError.write(Data("cluster: did not come up (a port taken meanwhile?); trying other ports\n".utf8))
         }
-
-        // Ready once nginx and every instance answer.
-        let ready = await waitUntilAnswering(
-            ["http://127.0.0.1:\(edge.edgePort)/health"] + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
-            while: { children.allSatisfy(\.isRunning) }
-        )
-        guard ready else {
-            stopAll()
-            throw CommandFailure("the cluster did not come up: see \(prefix)/error.log; is port \(edge.edgePort) free? (--port 0 picks one)")
+        guard let (edge, proxy, children) = fleet else {
+            galleryTask.cancel()
+            return
+        }
+        func stopAll() {
+            stop(children)
+            galleryTask.cancel()
         }
         say("cluster: open http://127.0.0.1:\(edge.edgePort)/")
         for (index, app) in children.dropFirst().enumerated() {
@@ -145,6 +139,47 @@ struct ClusterCommand: AsyncParsableCommand {
         sources.forEach { $0.cancel() }
         stopAll()
     }
+}
+
+extension ClusterCommand {
+    /// Starts `nginx` with `configuration`, then one `emojiart app` per instance port of `edge`;
+    /// returns them, nginx first. A process that cannot be started stops the others and throws.
+    func startFleet(
+        _ edge: EdgeConfiguration, nginx: String, prefix: String, configuration: String, key: SigningKey, work: URL
+    ) throws -> (proxy: Process, children: [Process]) {
+        let proxy = Process()
+        proxy.executableURL = URL(fileURLWithPath: nginx)
+        proxy.arguments = ["-p", prefix, "-c", configuration, "-g", "daemon off;"]
+        try proxy.run()
+        var children = [proxy]
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        for (index, instancePort) in edge.instancePorts.enumerated() {
+            let app = Process()
+            app.executableURL = executable
+            app.arguments = [
+                "app", "--port", "\(instancePort)", "--gallery", "http://127.0.0.1:\(edge.shieldPort)",
+                "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
+                "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
+                // The edge passes on the Host people open it by: its own address.
+                "--allowed-host", edge.host,
+            ]
+            app.standardOutput = FileHandle.nullDevice
+            do {
+                try app.run()
+            } catch {
+                stop(children)
+                throw CommandFailure("could not start instance \(index + 1): \(error)")
+            }
+            children.append(app)
+        }
+        return (proxy, children)
+    }
+}
+
+/// Stops `processes` (SIGTERM) and waits for each to exit.
+private func stop(_ processes: [Process]) {
+    for process in processes where process.isRunning { kill(process.processIdentifier, SIGTERM) }
+    for process in processes { process.waitUntilExit() }
 }
 
 /// Waits until every URL answers 200, polling, while `running` holds: a child process has no
