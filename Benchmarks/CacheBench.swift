@@ -20,7 +20,7 @@ enum CacheBench {
         let database = ImageDatabase(configuration: .init(directory: URL(fileURLWithPath: directory), synchronizesWrites: false))
         let requests = (0..<1000).map { ImageRequest(url: URL(string: "http://127.0.0.1/gallery/image?\($0)")!) }
         let image = Image(data: [UInt8](repeating: 7, count: 30_000), contentType: "image/png")
-        for request in requests { await database.imageLoader.add(image, forKey: request.cacheKey) }
+        for request in requests { database.imageLoader.add(image, forKey: request.cacheKey) }
         let dictionary = Mutex([String: Image](uniqueKeysWithValues: requests.map { ($0.cacheKey, image) }))
 
         let batch = 1000
@@ -70,7 +70,7 @@ enum CacheBench {
                 throughDatabase.append(start.duration(to: clock.now).milliseconds * 1000)
             }
         }
-        let stats = await database.stats()
+        let stats = database.stats()
         guard stats.originFetches == 0, stats.diskHits == rounds * requests.count else {
             throw BenchError("the disk benchmark did not hit the disk every time: \(stats)")
         }

@@ -32,5 +32,5 @@ let original = try await database.image(ImageRequest(url: url, expectedSHA256: "
 // Offline: only what the cache holds; a miss throws ImageLoader.Error.notCached.
 let cached = try? await database.image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
 
-let stats = await database.stats()
+let stats = database.stats()
 print(thumbnail.pixelSize as Any, original.data.count, cached != nil, stats.memoryHits, stats.diskHits, stats.originFetches)

@@ -24,27 +24,27 @@ import TestSupport
 
     @Test func showingTheCatalogPrefetchesEveryDetailsImageToDiskWithoutCountingHits() async throws {
         try await withVerifiedApp { client, database in
-            let before = await database.stats()
+            let before = database.stats()
             try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
             // 26 served pieces: 26 details variants made, in the background, then on disk.
             // Each disk write that ends is a change: the 26th is the last.
-            for await _ in database.onSchedulingChange where await database.stats().diskEntries == before.diskEntries + 26 {
+            for await _ in database.onSchedulingChange where database.stats().diskEntries == before.diskEntries + 26 {
                 break
             }
-            let after = await database.stats()
+            let after = database.stats()
             #expect(after.memoryHits == before.memoryHits && after.diskHits == before.diskHits, "prefetches are not hits")
             #expect(after.originFetches == before.originFetches, "made from the verified originals")
             #expect(after.scheduling.processing.started - before.scheduling.processing.started == 26)
 
             // Opening a details page now answers from disk: no processing.
             try await client.execute(uri: "/large/5", method: .get) { #expect($0.status == .ok) }
-            let opened = await database.stats()
+            let opened = database.stats()
             #expect(opened.diskHits == after.diskHits + 1)
             #expect(opened.scheduling.processing.started == after.scheduling.processing.started)
 
             // Loading the catalog again prefetches nothing again: no disk read, no processing.
             try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
-            let again = await database.stats().scheduling
+            let again = database.stats().scheduling
             #expect(again.diskReads.started == opened.scheduling.diskReads.started)
             #expect(again.processing.started == opened.scheduling.processing.started)
         }

@@ -41,7 +41,7 @@ import TestSupport
             #expect(requests.count == 500)
             #expect(requests.values.allSatisfy { $0 == 1 }, "each original fetched once")
 
-            let stats = await database.stats().scheduling
+            let stats = database.stats().scheduling
             #expect(stats.downloads.maxRunning <= 8 && stats.downloads.maxRunning >= 1)
             #expect(stats.maxDownloadsOnOneHost <= 6)
             #expect(stats.processing.maxRunning <= 2 && stats.processing.maxRunning >= 1)

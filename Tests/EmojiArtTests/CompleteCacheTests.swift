@@ -108,7 +108,7 @@ import TestSupport
             )
             let feed = try await model.loadImages()
             #expect(feed.count == 87)
-            #expect(await database.stats().corruptEntries == 1)
+            #expect(database.stats().corruptEntries == 1)
         }
     }
 }

@@ -93,14 +93,14 @@ import GalleryFeed
             var etag = ""
             for (path, method, template, byLane) in cases {
                 let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }
-                let hitsBefore = await twins.database.stats().memoryHits
+                let hitsBefore = twins.database.stats().memoryHits
                 let answeredBefore = twins.lane.answered
                 let viaLane = try await ask(twins.lanePort, path, method: method, fields: fields)
-                let laneHits = await twins.database.stats().memoryHits - hitsBefore
+                let laneHits = twins.database.stats().memoryHits - hitsBefore
                 #expect(twins.lane.answered - answeredBefore == (byLane ? 1 : 0), "\(method) \(path) \(fields)")
-                let plainBefore = await twins.database.stats().memoryHits
+                let plainBefore = twins.database.stats().memoryHits
                 let viaRouter = try await ask(twins.plainPort, path, method: method, fields: fields)
-                let plainHits = await twins.database.stats().memoryHits - plainBefore
+                let plainHits = twins.database.stats().memoryHits - plainBefore
                 #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
                 if etag.isEmpty { etag = try #require(viaRouter["etag"]) }
                 #expect(viaLane["date"] != nil && viaRouter["date"] != nil)
@@ -111,7 +111,7 @@ import GalleryFeed
             }
             // The metrics route (passed on) shows the lane's hits with the router's.
             let metrics = String(decoding: try await ask(twins.lanePort, "/metrics").body, as: UTF8.self)
-            let memoryHits = await twins.database.stats().memoryHits
+            let memoryHits = twins.database.stats().memoryHits
             #expect(metrics.contains(#"emojiart_cache_hits_total{tier="memory"} \#(memoryHits)"#))
         }
     }

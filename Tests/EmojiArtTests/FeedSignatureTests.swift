@@ -75,7 +75,7 @@ import TestSupport
                 await model.loadAndVerify()
                 guard case let .failed(message) = model.phase.value else { Issue.record("not failed: \(model.phase.value)"); return }
                 #expect(message.contains("could not be authenticated"))
-                let stats = await database.stats()
+                let stats = database.stats()
                 #expect(stats.originFetches == 0 && stats.diskEntries == 0 && stats.memoryEntries == 0)
                 // The page says why, with Retry; /metrics counts the refusals by reason.
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
@@ -122,7 +122,7 @@ import TestSupport
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.mismatched == 3 && progress.verified == 75)
-                #expect(await database.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
+                #expect(database.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
                 let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
                 try await Application(router: router).test(.router) { client in

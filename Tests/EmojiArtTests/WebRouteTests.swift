@@ -60,7 +60,7 @@ import GalleryFeed
             }
             #expect(large.width == 332 && large.height == 600)
             // Verification fetched every original; the variants added no origin request.
-            #expect(await database.stats().originFetches == 29)
+            #expect(database.stats().originFetches == 29)
         }
     }
 
@@ -93,7 +93,7 @@ import GalleryFeed
 
     @Test func clearButtonsEmptyTheirTier() async throws {
         try await withApp { client, _, database in
-            #expect(await database.stats().memoryEntries > 0)
+            #expect(database.stats().memoryEntries > 0)
             // The router's test client asks for the host `localhost`.
             try await client.execute(uri: "/cache/clear-memory", method: .post, headers: [.referer: "http://localhost/pieces/3"]) { response in
                 #expect(response.status == .seeOther)
@@ -104,15 +104,15 @@ import GalleryFeed
                 #expect(response.status == .seeOther)
                 #expect(response.headers[.location] == "/")
             }
-            #expect(await database.stats().memoryEntries == 0)
+            #expect(database.stats().memoryEntries == 0)
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
-            #expect(await database.stats().diskHits >= 1)
+            #expect(database.stats().diskHits >= 1)
 
-            #expect(await database.stats().diskEntries > 0)
+            #expect(database.stats().diskEntries > 0)
             try await client.execute(uri: "/cache/clear-disk", method: .post) { response in
                 #expect(response.status == .seeOther)
             }
-            #expect(await database.stats().diskEntries == 0)
+            #expect(database.stats().diskEntries == 0)
         }
     }
 
@@ -121,7 +121,7 @@ import GalleryFeed
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             let text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
-            let stats = await database.stats()
+            let stats = database.stats()
             // Verification fetched 29 originals (3 missing); the first thumbnail was made from the
             // original in memory and stored; the second was a memory hit. The feed is an entry too,
             // and so are the 3 missing pieces' 404s (known-missing entries).

@@ -50,7 +50,7 @@ import TestSupport
         for waiter in waiters { await #expect(throws: CancellationError.self) { try await waiter.value } }
         await reach(fetcher.cancelled, 1)
         // Nothing is remembered as failed: the next request starts a new download.
-        #expect(await loader.state(forKey: url.absoluteString) == nil)
+        #expect(loader.state(forKey: url.absoluteString) == nil)
         let again = Task { try await loader.image(for: ImageRequest(url: url)) }
         await reach(fetcher.started, 2)
         again.cancel()
@@ -66,6 +66,6 @@ import TestSupport
         variant.cancel()
         await #expect(throws: CancellationError.self) { try await variant.value }
         await reach(fetcher.cancelled, 1)
-        #expect(await loader.cache.isEmpty)
+        #expect(loader.cache.isEmpty)
     }
 }

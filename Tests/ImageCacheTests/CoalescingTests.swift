@@ -23,7 +23,7 @@ import TestSupport
             #expect(images.count == 1000)
             #expect(images.allSatisfy { $0.data == payload(1) })
             #expect(origin.requests("one") == 1)
-            let stats = await database.stats()
+            let stats = database.stats()
             #expect(stats.originFetches == 1)
             #expect(stats.coalesced + stats.memoryHits == 999)
         }
@@ -62,7 +62,7 @@ import TestSupport
                 for _ in 0..<200 { group.addTask { _ = try await reopened.image(request) } }
                 try await group.waitForAll()
             }
-            let stats = await reopened.stats()
+            let stats = reopened.stats()
             #expect(stats.diskHits == 1)
             #expect(stats.originFetches == 0)
             #expect(origin.requests("disk") == 1)

@@ -57,7 +57,7 @@ import TestSupport
 
             let reopened = database()
             #expect(try await reopened.image(request).data == payload(7), "a damaged entry must never be served")
-            let stats = await reopened.stats()
+            let stats = reopened.stats()
             #expect(stats.corruptEntries == 1 && stats.diskHits == 0 && stats.originFetches == 1)
             #expect(origin.requests("x") == 2)
             // The refetched entry replaced the damaged one and reads back clean.
@@ -85,7 +85,7 @@ import TestSupport
 
             let database = database()
             #expect(try await database.image(request).data == payload(3))
-            let stats = await database.stats()
+            let stats = database.stats()
             #expect(stats.corruptEntries == 0, "an old entry is not damage")
             #expect(stats.diskHits == 0 && stats.originFetches == 1)
             #expect(try database.storage.read(forKey: request.cacheKey)?.data == payload(3))

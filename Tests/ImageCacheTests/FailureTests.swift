@@ -21,7 +21,7 @@ import TestSupport
             // Remembered: fails fast without asking the origin again.
             await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
             #expect(origin.requests("flaky") == 1)
-            guard case .failed(let reason, _) = await database.imageLoader.state(forKey: request.cacheKey) else {
+            guard case .failed(let reason, _) = database.imageLoader.state(forKey: request.cacheKey) else {
                 Issue.record("expected a .failed state")
                 return
             }
@@ -34,7 +34,7 @@ import TestSupport
             clock.advance(by: .seconds(1))
             #expect(try await database.image(request).data == payload(3))
             #expect(origin.requests("flaky") == 2)
-            #expect(await database.stats().failures == 1)
+            #expect(database.stats().failures == 1)
         }
     }
 
@@ -74,7 +74,7 @@ import TestSupport
             await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
             origin.set("third", .image(payload(5)))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
-            await database.imageLoader.forgetFailure(forKey: third.cacheKey)
+            database.imageLoader.forgetFailure(forKey: third.cacheKey)
             #expect(try await database.image(third).data == payload(5))
             #expect(origin.requests("third") == 2)
         }
@@ -89,7 +89,7 @@ import TestSupport
             let bad = ImageRequest(url: url, expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
             let error = await #expect(throws: ImageLoader.Error.self) { try await database.image(bad) }
             guard case .checksumMismatch = error else { Issue.record("expected checksumMismatch, got \(String(describing: error))"); return }
-            let stats = await database.stats()
+            let stats = database.stats()
             #expect(stats.memoryEntries == 0 && stats.diskEntries == 0)
             #expect(directory.fileNames.filter { $0.count == 64 }.isEmpty)
         }

@@ -39,8 +39,8 @@ import TestSupport
                 performing: { try await offline.image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)) },
                 throws: isStatus(404)
             )
-            #expect(await restarted.stats().knownMissing == 1)
-            #expect(await offline.stats().knownMissing == 1)
+            #expect(restarted.stats().knownMissing == 1)
+            #expect(offline.stats().knownMissing == 1)
 
             clock.advance(by: 61)  // the 404 is stale: asked again
             await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
@@ -87,7 +87,7 @@ import TestSupport
         clock.advance(by: 3_600)
         let down = database()
         await #expect(performing: { try await down.image(ImageRequest(url: url)) }, throws: isStatus(404))
-        let stats = await down.stats()
+        let stats = down.stats()
         #expect(stats.originFetches == 1 && stats.unanswered == 1 && stats.knownMissing == 1)
         #expect(stats.downloads == 0 && stats.missingAnswers == 0)
     }
@@ -112,7 +112,7 @@ import TestSupport
         }
         // The origin is gone: one request with no answer.
         _ = try? await db.image(ImageRequest(url: urls.appendingPathComponent("images/f")))
-        let stats = await db.stats()
+        let stats = db.stats()
         #expect(stats.downloads == 1)
         #expect(stats.revalidations == 1)
         #expect(stats.missingAnswers == 2, "404 and 410")

@@ -22,7 +22,7 @@ import TestSupport
             #expect(viaURL == viaPath && viaRequest == viaPath)
             #expect(origin.requests("p") == 1)
             #expect(thumbnail.callCount == 1)
-            guard case .completed = await loader.state(forKey: url.absoluteString + "#thumbnail-200") else {
+            guard case .completed = loader.state(forKey: url.absoluteString + "#thumbnail-200") else {
                 Issue.record("expected .completed")
                 return
             }
@@ -35,11 +35,11 @@ import TestSupport
     @Test func addAndClear() async throws {
         let loader = ImageLoader()
         let image = Image(data: payload(1, size: 10), contentType: "image/png")
-        await loader.add(image, forKey: "k")
+        loader.add(image, forKey: "k")
         #expect(loader.cachedImage(forKey: "k") == image)
-        await loader.clear()
+        loader.clear()
         #expect(loader.cachedImage(forKey: "k") == nil)
-        #expect(await loader.state(forKey: "k") == nil)
+        #expect(loader.state(forKey: "k") == nil)
     }
 
     @Test func aPathWithoutABaseURLIsAClearError() async {
@@ -53,14 +53,14 @@ import TestSupport
         let url = URL(string: "http://127.0.0.1:1/x")!
         let task = Task { try await loader.fetch(url) }
         await reach(fetcher.started, 1)
-        guard case .inProgress = await loader.state(forKey: url.absoluteString) else {
+        guard case .inProgress = loader.state(forKey: url.absoluteString) else {
             Issue.record("expected .inProgress")
             return
         }
-        #expect(await loader.cache.count == 1)
+        #expect(loader.cache.count == 1)
         fetcher.open()
         #expect(try await task.value.data == Array(url.absoluteString.utf8))
-        guard case .completed = await loader.state(forKey: url.absoluteString) else {
+        guard case .completed = loader.state(forKey: url.absoluteString) else {
             Issue.record("expected .completed")
             return
         }
@@ -72,7 +72,7 @@ import TestSupport
         let url = URL(string: "http://127.0.0.1:1/y")!
         let task = Task { try await loader.image(for: ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData)) }
         await reach(fetcher.started, 1)
-        #expect(Array(await loader.cache.keys) == [url.absoluteString])
+        #expect(Array(loader.cache.keys) == [url.absoluteString])
         fetcher.open()
         _ = try await task.value
     }

@@ -34,7 +34,7 @@ import Testing
 
     @Test func countsHitsNotMisses() async {
         let loader = ImageLoader()
-        await loader.add(image(10), forKey: "a")
+        loader.add(image(10), forKey: "a")
         _ = loader.cachedImage(forKey: "a")
         _ = loader.cachedImage(forKey: "a")
         _ = loader.cachedImage(forKey: "missing")

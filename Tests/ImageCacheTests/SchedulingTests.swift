@@ -42,7 +42,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
     static func loader(count: Int, limits: ImageLoader.Limits, clock: some Clock<Duration> = ContinuousClock()) async -> ImageLoader {
         let loader = ImageLoader(configuration: .init(limits: limits), clock: clock)
         for n in 0..<count {
-            await loader.add(Image(data: Array("piece-\(n)".utf8), contentType: "text/plain"), forKey: url(n).absoluteString)
+            loader.add(Image(data: Array("piece-\(n)".utf8), contentType: "text/plain"), forKey: url(n).absoluteString)
         }
         return loader
     }

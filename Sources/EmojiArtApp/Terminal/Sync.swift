@@ -63,7 +63,7 @@ public struct Sync: Sendable {
         return Report(
             progress: progress,
             thumbnails: thumbnails,
-            stats: await model.database.stats(),
+            stats: model.database.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },
             feedKey: model.feedKey.value,

@@ -85,7 +85,7 @@ struct AppServices: Sendable {
     /// Renders a template with the toolbar's current counters added to `context`.
     func render(_ template: String, _ context: [String: Any]) async -> String {
         var context = context
-        let stats = await database.stats()
+        let stats = database.stats()
         context["stats"] = [
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
             "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,

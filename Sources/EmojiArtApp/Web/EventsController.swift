@@ -43,7 +43,7 @@ struct EventsController<Context: RequestContext>: Sendable {
                 for counter in [database.onMemoryAccess, database.onDiskAccess, database.onOriginFetch] {
                     group.addTask {
                         for await _ in counter {
-                            continuation.yield(Self.event("stats", await database.stats()))
+                            continuation.yield(Self.event("stats", database.stats()))
                         }
                     }
                 }

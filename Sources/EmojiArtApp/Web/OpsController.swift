@@ -13,13 +13,13 @@ struct OpsController<Context: RequestContext>: Sendable {
             return Self.json("{\"status\":\"ok\",\"phase\":\"\(phase)\"}")
         }
         routes.get("stats") { _, _ in
-            let stats = await services.database.stats()
+            let stats = services.database.stats()
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
             return Self.json(String(decoding: try encoder.encode(stats), as: UTF8.self))
         }
         routes.get("metrics") { _, _ in
-            let text = services.metrics.exposition(await services.database.stats(), signatureFailures: services.model.signatureFailures.value)
+            let text = services.metrics.exposition(services.database.stats(), signatureFailures: services.model.signatureFailures.value)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

@@ -51,7 +51,7 @@ extension ImageDatabase {
     }
 
     /// The current counts and sizes.
-    public func stats() -> Stats {
+    public nonisolated func stats() -> Stats {
         let memory = pipeline.memory.usage
         let disk = storage.usage
         let counters = pipeline.counters

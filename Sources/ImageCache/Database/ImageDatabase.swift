@@ -6,11 +6,13 @@ import Synchronization
 /// The book's `@globalActor ImageDatabase`: memory, then a download in flight, then a
 /// persistent, crash-safe disk cache, then the network, with live hit counters.
 ///
-/// Isolation: a global actor, as in the book, but a thin face over an `ImagePipeline`, which
+/// Isolation: a global actor because the book's is one (code may still mark itself
+/// `@ImageDatabase`); its isolation guards nothing. It is a face over an `ImagePipeline`, which
 /// owns every stage (memory, the flight of each key, disk, origin, processing, store) behind
-/// mutexes. No lookup hops onto this actor: a memory hit is a mutex lookup, a disk hit is read
-/// by the calling task, and N concurrent requests for a key cause one disk read or one origin
-/// fetch. Disk I/O, hashing and processing never run on an actor's executor.
+/// mutexes, and every member is `nonisolated`: no call, `stats()` included, hops onto this
+/// actor. A memory hit is a mutex lookup, a disk hit is read by the calling task, and N
+/// concurrent requests for a key cause one disk read or one origin fetch. Disk I/O, hashing and
+/// processing never run on an actor's executor.
 ///
 /// HTTP freshness (RFC 9111, with RFC 5861's extensions): an original keeps the origin's
 /// validators and freshness on disk with its bytes. A fresh entry is answered without a request;
@@ -145,7 +147,7 @@ public actor ImageDatabase {
 
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).
     public nonisolated func store(image: Image, forKey key: String) async {
-        await imageLoader.add(image, forKey: key)
+        imageLoader.add(image, forKey: key)
         if let disk = await pipeline.usableDisk() {
             pipeline.write(image, forKey: key, to: disk)
         }

@@ -9,9 +9,11 @@ public import FoundationNetworking
 /// Loads images and keeps them in memory: the book's `ImageLoader` actor and the article's
 /// `fetch(_:)` entry points, made bounded, failure-aware and cancellable.
 ///
-/// Isolation: an actor, as in the book, but a thin face: the states live in the
-/// `ImagePipeline` it fronts (behind mutexes), so loading never hops onto this actor, and
-/// fetching, hashing and processing run in the calling task or the download's task.
+/// Isolation: an actor because the book's is one, so code written against the book keeps its
+/// shape; its isolation guards nothing. Every state lives in the `ImagePipeline` it fronts
+/// (behind mutexes) and every member is `nonisolated`: no call, `add(_:forKey:)`,
+/// `state(forKey:)` and `cache` included, ever hops onto this actor. Fetching, hashing and
+/// processing run in the calling task, the download's task or the pipeline's worker threads.
 ///
 /// - Concurrent requests for one key share one download (registered before the first
 ///   suspension point, so no caller can slip in between).
@@ -138,23 +140,23 @@ public actor ImageLoader {
 
     /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a
     /// failure remembered for it.
-    public func add(_ image: Image, forKey key: String) {
+    public nonisolated func add(_ image: Image, forKey key: String) {
         pipeline.flights.withLock { $0.forgetFailure(key) }
         memory.insert(image, forKey: key)
     }
 
     /// Empties the memory cache and forgets remembered failures (running downloads go on).
-    public func clear() {
+    public nonisolated func clear() {
         pipeline.clearMemory()
     }
 
     /// Forgets the failure remembered for `key`, so the next request tries again.
-    public func forgetFailure(forKey key: String) {
+    public nonisolated func forgetFailure(forKey key: String) {
         pipeline.flights.withLock { $0.forgetFailure(key) }
     }
 
     /// The state of `key`: in progress, completed (in memory) or failed (not yet expired).
-    public func state(forKey key: String) -> DownloadState? {
+    public nonisolated func state(forKey key: String) -> DownloadState? {
         let now = pipeline.clock.now
         let (work, failure) = pipeline.flights.withLock { flights in
             // A lookup's flight, else a reload's or a revalidation's of the same key.
@@ -171,12 +173,12 @@ public actor ImageLoader {
     }
 
     /// How many callers are waiting for the download of `key` (0 when none is running).
-    public func waiterCount(forKey key: String) -> Int {
+    public nonisolated func waiterCount(forKey key: String) -> Int {
         pipeline.flights.withLock { $0.waiterCount(key) }
     }
 
     /// Every key's state, as the book's `cache` dictionary.
-    public var cache: [String: DownloadState] {
+    public nonisolated var cache: [String: DownloadState] {
         // A reload's or a revalidation's flight runs under its key plus a suffix: list the key.
         let keys = pipeline.flights.withLock { Set($0.flights.keys).union($0.failures.keys) }
             .map { ImagePipeline.cacheKey(ofFlight: $0) }
