@@ -30,8 +30,8 @@ run: release
 ## dynamic loader through /etc/ld.so.conf.d), never in this clone.
 PREFIX ?= /usr/local
 install: release
-	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/release/emojiart $(DESTDIR)$(PREFIX)/bin/emojiart
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(BUILD)/release/emojiart "$(DESTDIR)$(PREFIX)/bin/emojiart"
 
 ## make test: every test: Swift Testing suites, then the real-browser test of the web UI.
 test: bootstrap
@@ -43,9 +43,9 @@ test: bootstrap
 ## fails on any DocC warning and on any public symbol without a doc comment.
 docs: bootstrap
 	rm -rf .build-docs
-	$(SWIFT) package --allow-writing-to-directory .build-docs generate-documentation \
+	$(SWIFT) package $(SWIFT_FLAGS) --allow-writing-to-directory .build-docs generate-documentation \
 	  --target ImageCache --target Imaging --output-path .build-docs --warnings-as-errors --transform-for-static-hosting
-	scripts/doc-coverage ImageCache Imaging
+	BUILD=$(BUILD) scripts/doc-coverage ImageCache Imaging
 	@echo "open: python3 -m http.server -d .build-docs/ImageCache.doccarchive 8000, then http://127.0.0.1:8000/documentation/imagecache/"
 
 ## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary) side by side.
@@ -56,19 +56,19 @@ bench:
 	@# pyvips[binary]: pyvips on the same pyvips-binary build as ours (what `pip install "pyvips[binary]"`
 	@# gives a Python user); PKG_CONFIG_LIBDIR points nowhere so pip cannot build it against libvips-dev.
 	@test -x .build-bench/vips-binary-venv/bin/python && .build-bench/vips-binary-venv/bin/python -c \
-	  "import pyvips, sys; sys.exit(pyvips.version(1) != $(word 2,$(subst ., ,$(LIBVIPS_VERSION))))" 2>/dev/null || \
+	  "import pyvips, sys; sys.exit('%d.%d.%d' % tuple(pyvips.version(i) for i in range(3)) != '$(LIBVIPS_VERSION)')" 2>/dev/null || \
 	  { rm -rf .build-bench/vips-binary-venv && python3 -m venv .build-bench/vips-binary-venv && \
 	    PKG_CONFIG_LIBDIR=/nonexistent .build-bench/vips-binary-venv/bin/pip install --quiet --disable-pip-version-check \
 	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
 	@test -x .build-bench/thumbor-venv/bin/thumbor || \
 	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
-	$(SWIFT) build -c release --product emojiart-bench
-	$(SWIFT) build -c release --product emojiart
-	.build/release/emojiart-bench $(ARGS)
+	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart-bench
+	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart
+	$(BUILD)/release/emojiart-bench $(ARGS)
 
 ## make fuzz: the disk entry decoder, and the uses of what it decodes, under libFuzzer for SECONDS (default 60).
 fuzz: bootstrap
 	scripts/fuzz $(SECONDS)
 
 clean:
-	rm -rf .build .build-bench .build-venv .build-fuzz
+	rm -rf .build .build-vips-system .build-bench .build-venv .build-fuzz .build-docs

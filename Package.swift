@@ -51,8 +51,7 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CVips",
-            pkgConfig: libvipsPackage,
-            providers: [.apt(["libvips-dev"])]
+            pkgConfig: libvipsPackage
         ),
         .systemLibrary(
             name: "CXXHash",
@@ -227,9 +226,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // zlib, for tests that inflate a PNG's rows (Debian's zlib1g-dev).
+        .systemLibrary(name: "CZlib", path: "Tests/CZlib", pkgConfig: "zlib"),
         .testTarget(
             name: "ImagingTests",
-            dependencies: ["Imaging"],
+            dependencies: ["Imaging", "CZlib"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -6,9 +6,13 @@ enum Bench {
     static let root = FileManager.default.currentDirectoryPath
     static let work = root + "/.build-bench"
     static let python = work + "/venv/bin/python"
-    static let emojiart = root + "/.build/release/emojiart"
+    /// The folder this program was built in (`.build/release`, or `.build-vips-system/release`
+    /// with `make bench VIPS=system`): the `emojiart` it runs is the one built beside it.
+    static let products = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        .deletingLastPathComponent().path
+    static let emojiart = products + "/emojiart"
     /// This program, for the child processes it starts of itself.
-    static let benchBinary = root + "/.build/release/emojiart-bench"
+    static let benchBinary = products + "/emojiart-bench"
 
     /// Median milliseconds per call of `body` over 5 runs of `seconds / 5` each, after a warm-up.
     static func millisecondsPerOp(seconds: Double, _ body: () async throws -> Void) async rethrows -> Double {

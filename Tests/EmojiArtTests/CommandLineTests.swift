@@ -223,12 +223,24 @@ import TestSupport
     }
 
     /// An installed binary (deploy/systemd runs /usr/local/bin/emojiart) finds libvips without
-    /// the clone: a copy elsewhere, run without LD_LIBRARY_PATH, runs on the same libvips.
+    /// the clone: a copy elsewhere, run without LD_LIBRARY_PATH, runs on the same libvips, its run
+    /// path names no folder of the clone, and the dynamic loader finds libvips outside the clone.
     @Test func aCopyOutsideTheCloneRunsOnTheSameLibvips() async throws {
+        let clone = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
         let directory = TemporaryDirectory("emojiart-installed")
         let copy = directory.url.appendingPathComponent("emojiart")
         try FileManager.default.copyItem(atPath: Self.binary, toPath: copy.path)
         let outcome = try await run(["--version"], executable: copy.path)
         #expect(outcome.status == 0 && outcome.output.contains("libvips \(Imaging.libvipsVersion)"), "\(outcome.output)")
+
+        let dynamic = try await run(["-d", copy.path], executable: "/usr/bin/readelf")
+        #expect(dynamic.status == 0 && dynamic.output.contains("(NEEDED)"), "\(dynamic.output)")
+        let runPaths = dynamic.output.split(separator: "\n").filter { $0.contains("RPATH") || $0.contains("RUNPATH") }
+        #expect(!runPaths.contains { $0.contains(clone) }, "the run path names the clone: \(runPaths)")
+
+        let resolved = try await run([copy.path], executable: "/usr/bin/ldd")
+        let libvips = resolved.output.split(separator: "\n").filter { $0.contains("libvips") }
+        #expect(libvips.count == 1 && libvips.allSatisfy { $0.contains("=> /") && !$0.contains(clone) }, "\(resolved.output)")
     }
 }
