@@ -59,7 +59,8 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var passedSinceReadComplete = false
     // The idle time-out, when there is one.
     private let idleTimeout: TimeAmount?
-    private var lastActivity = NIODeadline.now()
+    // On the event loop's clock (`EventLoop.now`), so a test's loop can move time on.
+    private var lastActivity = NIODeadline.uptimeNanoseconds(0)
     private var isRequestBeingRead = false
     private var idleCheck: Scheduled<Void>?
 
@@ -85,7 +86,7 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if idleTimeout != nil { lastActivity = .now() }
+        if idleTimeout != nil { lastActivity = context.eventLoop.now }
         switch unwrapInboundIn(data) {
         case let .head(head):
             isRequestBeingRead = true
@@ -198,7 +199,7 @@ extension FastLaneHandler {
         idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             idleCheck = nil
             if !isRequestBeingRead, passedOn > 0 { return }
-            if NIODeadline.now() >= lastActivity + idleTimeout {
+            if context.eventLoop.now >= lastActivity + idleTimeout {
                 context.close(promise: nil)
             } else {
                 scheduleIdleCheck(context, at: lastActivity + idleTimeout)
@@ -209,13 +210,14 @@ extension FastLaneHandler {
     /// No answer is owed any more: the idle wait starts now.
     fileprivate func everythingAnswered(_ context: ChannelHandlerContext) {
         guard let idleTimeout else { return }
-        lastActivity = .now()
+        lastActivity = context.eventLoop.now
         scheduleIdleCheck(context, at: lastActivity + idleTimeout)
     }
 
     fileprivate func startIdleWait(_ context: ChannelHandlerContext) {
         guard let idleTimeout else { return }
-        scheduleIdleCheck(context, at: .now() + idleTimeout)
+        lastActivity = context.eventLoop.now
+        scheduleIdleCheck(context, at: lastActivity + idleTimeout)
     }
 }
 

@@ -17,6 +17,16 @@ public final class ImageGate: Sendable {
         var passed = 0
         var nextID = 0
         var held: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        /// Callers of `waitUntilHolding(_:)`: how many held requests each waits for.
+        var watchers: [(id: Int, count: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+
+        /// Takes out the watchers whose count is reached.
+        mutating func satisfiedWatchers() -> [CheckedContinuation<Void, any Error>] {
+            let count = held.count
+            let satisfied = watchers.filter { $0.count <= count }.map(\.continuation)
+            watchers.removeAll { $0.count <= count }
+            return satisfied
+        }
     }
 
     private let state = Mutex(State())
@@ -56,16 +66,49 @@ public final class ImageGate: Sendable {
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let outcome = state.withLock { state -> Result<Bool, CancellationError> in
+                // nil: passed at once; otherwise held, with the watchers that now see enough held.
+                let outcome = state.withLock { state -> Result<[CheckedContinuation<Void, any Error>]?, CancellationError> in
                     // Cancelled before this ran: the cancellation handler found nothing to resume.
                     if Task.isCancelled { return .failure(CancellationError()) }
                     // A permit may have arrived between the first check and now.
                     if state.isOpen || state.permits > 0 {
                         if !state.isOpen { state.permits -= 1 }
                         state.passed += 1
-                        return .success(true)
+                        return .success(nil)
                     }
                     state.held.append((id, continuation))
+                    return .success(state.satisfiedWatchers())
+                }
+                switch outcome {
+                case .success(nil): continuation.resume()
+                case let .success(watchers?): for watcher in watchers { watcher.resume() }
+                case let .failure(error): continuation.resume(throwing: error)
+                }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state in
+                state.held.firstIndex { $0.id == id }.map { state.held.remove(at: $0).continuation }
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Returns once at least `count` requests are waiting at the gate: how a test knows that
+    /// what it sent has arrived and is held, without polling ``status``.
+    /// - Throws: `CancellationError` when the waiting task is cancelled.
+    public func waitUntilHolding(_ count: Int) async throws {
+        let id = state.withLock { state -> Int? in
+            guard state.held.count < count else { return nil }
+            state.nextID += 1
+            return state.nextID
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Bool, CancellationError> in
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.held.count >= count { return .success(true) }
+                    state.watchers.append((id, count, continuation))
                     return .success(false)
                 }
                 switch outcome {
@@ -76,7 +119,7 @@ public final class ImageGate: Sendable {
             }
         } onCancel: {
             let continuation = state.withLock { state in
-                state.held.firstIndex { $0.id == id }.map { state.held.remove(at: $0).continuation }
+                state.watchers.firstIndex { $0.id == id }.map { state.watchers.remove(at: $0).continuation }
             }
             continuation?.resume(throwing: CancellationError())
         }

@@ -26,7 +26,7 @@ import Testing
     }
 
     /// A lane answering `/hit` from memory and passing everything else on.
-    func channel() throws -> (EmbeddedChannel, Recorder) {
+    func channel(idleTimeout: TimeAmount? = nil) throws -> (EmbeddedChannel, Recorder) {
         let lane = FastLane(serverName: "Test") { request in
             request.target == "/hit"
                 ? FastLane.Answer(status: .ok, headerFields: [.contentType: "text/plain"], body: ByteBuffer(string: "hit"))
@@ -35,7 +35,7 @@ import Testing
         let recorder = Recorder()
         let channel = EmbeddedChannel()
         // The encoder first, as in the server's pipeline: the lane writes its answers past it.
-        try channel.pipeline.syncOperations.addHandlers([HTTPResponseEncoder(), FastLaneHandler(lane, idleTimeout: nil), recorder])
+        try channel.pipeline.syncOperations.addHandlers([HTTPResponseEncoder(), FastLaneHandler(lane, idleTimeout: idleTimeout), recorder])
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, recorder)
     }
@@ -198,5 +198,61 @@ import Testing
         channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: "gone"))), promise: nil)
         try channel.writeAndFlush(HTTPServerResponsePart.end(nil)).wait()
         #expect(try written(channel) == "HTTP/1.1 404 Not Found\r\ncontent-length: 4\r\n\r\ngone")
+    }
+
+    // The idle time-out, on the embedded loop's clock: time moves only when the test moves it.
+
+    @Test func anIdleConnectionIsClosedWhenItsTimeOutHasPassed() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive, "open until the time-out has passed")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+    }
+
+    @Test func aConnectionAskingMoreOftenThanItsTimeOutStaysOpen() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        // Twenty answers by the lane, 600 ms apart: twelve seconds, never idle for one.
+        for _ in 0..<20 {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(600))
+            try read(["/hit"], into: channel)
+            #expect(channel.isActive)
+        }
+        #expect(try written(channel).components(separatedBy: "HTTP/1.1 200 OK\r\n").count - 1 == 20)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive, "idle for the time-out after the last answer")
+    }
+
+    @Test func aRequestStillBeingAnsweredKeepsItsConnectionOpen() throws {
+        let (channel, recorder) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        // A miss, passed on and read whole: Hummingbird takes ten seconds to answer it.
+        try read(["/miss"], into: channel)
+        #expect(recorder.reads.count == 2)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(channel.isActive, "an answer is owed")
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .notFound)), promise: nil)
+        try channel.writeAndFlush(HTTPServerResponsePart.end(nil)).wait()
+        // The answer starts the wait again.
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+    }
+
+    @Test func aHalfReadRequestIsNotWaitedFor() throws {
+        let (channel, recorder) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        // A head passed on, its end never sent: a client that stalls mid-request is idle too.
+        let pipeline = channel.pipeline.syncOperations
+        pipeline.fireChannelRead(NIOAny(HTTPServerRequestPart.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/miss"))))
+        pipeline.fireChannelReadComplete()
+        #expect(recorder.reads.count == 1)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive)
     }
 }

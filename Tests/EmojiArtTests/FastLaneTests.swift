@@ -131,7 +131,7 @@ import GalleryFeed
             // A miss held at the gate, then a hit, in one write: the hit's answer waits its turn.
             let (first, second) = try await RawHTTPConnection.with(port: twins.lanePort) { connection in
                 try await connection.send(["/large/11", "/thumbs/5"])
-                while gate.status.waiting == 0 { await Task.yield() }
+                try await gate.waitUntilHolding(1)
                 gate.release(1)
                 return (try await connection.response(), try await connection.response())
             }
@@ -186,32 +186,23 @@ import GalleryFeed
         }
     }
 
-    @Test func anIdleConnectionIsClosedAndABusyOneIsNot() async throws {
-        // A second: long enough that a client stalled by a busy machine (the whole suite runs in
-        // parallel) still sends its next request in time.
+    /// The idle time-out over real sockets, with and without the lane: an answered connection
+    /// that then goes quiet is closed by the server. (When it is not closed, FastLaneHandlerTests
+    /// shows on the embedded loop's clock: a busy connection, an answer still owed.)
+    @Test func anIdleConnectionIsClosedWithAndWithoutTheLane() async throws {
         try await withTwins(idleTimeout: .seconds(1)) { twins in
             _ = try await ask(twins.plainPort, "/thumbs/5")
-            let answeredBefore = twins.lane.answered
             for port in [twins.lanePort, twins.plainPort] {
                 let lane = port == twins.lanePort ? "with the lane" : "without the lane"
+                let answered = twins.lane.answered
                 try await RawHTTPConnection.with(port: port) { connection in
-                    // Back-to-back requests for three time-outs: all answered on one connection.
-                    let clock = ContinuousClock()
-                    let start = clock.now
-                    var answered = 0
-                    while start.duration(to: clock.now) < .seconds(3) {
-                        try await connection.send(["/thumbs/5"])
-                        let status = try await connection.response()?.status
-                        #expect(status == 200, "\(lane), after \(answered) answers")
-                        guard status == 200 else { break }
-                        answered += 1
-                    }
-                    #expect(answered > 3, "\(lane)")
-                    // Then idle: the server closes it.
+                    try await connection.send(["/thumbs/5"])
+                    #expect(try await connection.response()?.status == 200, "\(lane)")
+                    // Then idle: the server closes it (`closed()` waits for the end, nothing else).
                     #expect(try await connection.closed().isEmpty, "\(lane)")
                 }
+                #expect(twins.lane.answered == answered + (port == twins.lanePort ? 1 : 0), "\(lane)")
             }
-            #expect(twins.lane.answered > answeredBefore + 3, "the busy connection's answers came from the lane")
         }
     }
 

@@ -108,7 +108,7 @@ import TestSupport
         try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
             try await RawHTTPConnection.with(port: port) { connection in
                 try await connection.send(["/gallery/image?5"])
-                while gate.status.waiting == 0 { await Task.yield() }
+                try await gate.waitUntilHolding(1)
                 gate.release(1)
                 #expect(try await connection.response()?.status == 200)
                 #expect(gate.status.passed == 1)
