@@ -258,6 +258,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "FastLaneTests",
+            dependencies: [
+                "FastLane",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "EmojiArtTests",
             dependencies: [
                 "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",

@@ -14,7 +14,7 @@ import GalleryFeed
 
 /// The fast lane against Hummingbird alone: twin servers on one router, one model and one
 /// database, one with the lane and one without, asked the same things over raw connections.
-@Suite(.timeLimit(.minutes(3))) struct FastLaneTests {
+@Suite(.timeLimit(.minutes(3))) struct AppFastLaneTests {
     struct Twins {
         let lanePort: Int
         let plainPort: Int
