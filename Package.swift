@@ -260,7 +260,7 @@ let package = Package(
         .testTarget(
             name: "FastLaneTests",
             dependencies: [
-                "FastLane",
+                "FastLane", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -20,113 +20,67 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// What the parts being read belong to.
-    private enum Reading {
-        /// Between requests.
-        case idle
-        /// A request passed on to Hummingbird: its parts follow it.
-        case passing
-        /// A request the lane answered: its remaining parts (the end) are dropped.
-        case answered
-    }
-
-    /// What an answer to a passed-on request may carry.
-    private enum Answering {
-        /// Anything: the answer is Hummingbird's, encoded by NIO.
-        case any
-        /// A head without a body: the request was a `HEAD`.
-        case headOnly
-        /// A head without a body or framing fields: the request was a `CONNECT`.
-        case connect
-    }
-
     private let lane: FastLane
     /// The encoder's context: writing on it sends bytes on past the encoder. `nil` when the
     /// pipeline has no encoder before the lane (the lane then answers nothing).
     private var wire: ChannelHandlerContext?
-    private var reading = Reading.idle
-    /// What each passed-on request's answer may carry, oldest first.
-    private var owed = CircularBuffer<Answering>()
-    /// What the answer being written may carry.
-    private var answering = Answering.any
-    /// Requests passed on whose answers Hummingbird has not finished writing.
-    private var passedOn = 0
-    /// Set once a passed-on request may end the connection: from then on everything is passed on.
-    private var passingEverything = false
-    private var needsFlush = false
-    /// Whether a part was passed on since the last read-complete that was: only then do
-    /// Hummingbird's handlers need one (it tells them to deliver what they were given).
-    private var passedSinceReadComplete = false
-    // The idle time-out, when there is one.
-    private let idleTimeout: TimeAmount?
-    // On the event loop's clock (`EventLoop.now`), so a test's loop can move time on.
-    private var lastActivity = NIODeadline.uptimeNanoseconds(0)
-    private var isRequestBeingRead = false
+    /// Every decision: this handler only carries out what it says.
+    private var machine: FastLaneStateMachine
     private var idleCheck: Scheduled<Void>?
 
     init(_ lane: FastLane, idleTimeout: TimeAmount?) {
         self.lane = lane
-        self.idleTimeout = idleTimeout
+        self.machine = FastLaneStateMachine(idleTimeout: idleTimeout)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         wire = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
-        if context.channel.isActive { startIdleWait(context) }
+        if wire != nil { machine.wireFound() }
+        if context.channel.isActive { scheduleIdleCheck(machine.connectionActive(now: context.eventLoop.now), context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         idleCheck?.cancel()
         idleCheck = nil
+        machine.removed()
         wire = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        startIdleWait(context)
+        scheduleIdleCheck(machine.connectionActive(now: context.eventLoop.now), context)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if idleTimeout != nil { lastActivity = context.eventLoop.now }
+        let now = context.eventLoop.now
         switch unwrapInboundIn(data) {
         case let .head(head):
-            isRequestBeingRead = true
-            if let wire, passedOn == 0, !passingEverything, context.channel.isWritable, Self.isPlain(head),
-               let answer = lane.respond(FastLane.Request(head)) {
-                reading = .answered
-                write(answer, head: head.method == .HEAD, wire: wire, context: context)
-            } else {
-                // `Connection: close`, or HTTP/1.0 without keep-alive: Hummingbird may end the connection.
-                if !head.isKeepAlive { passingEverything = true }
-                passedOn += 1
-                if wire != nil { owed.append(head.method == .HEAD ? .headOnly : head.method == .CONNECT ? .connect : .any) }
-                reading = .passing
-                pass(data, context: context)
+            let facts = FastLaneStateMachine.Head(
+                isPlain: Self.isPlain(head), isKeepAlive: head.isKeepAlive,
+                answering: head.method == .HEAD ? .headOnly : head.method == .CONNECT ? .connect : .any
+            )
+            if machine.headReceived(facts, isWritable: context.channel.isWritable, now: now) == .askLane, let wire {
+                if let answer = lane.respond(FastLane.Request(head)) {
+                    write(answer, head: head.method == .HEAD, wire: wire)
+                    scheduleIdleCheck(machine.laneAnswered(now: now), context)
+                    return
+                }
+                machine.laneDeclined(facts)
             }
+            context.fireChannelRead(data)
         case .body:
-            if reading != .answered { pass(data, context: context) }
+            if machine.bodyReceived(now: now) == .pass { context.fireChannelRead(data) }
         case .end:
-            isRequestBeingRead = false
-            if reading != .answered { pass(data, context: context) }
-            reading = .idle
+            if machine.endReceived(now: now) == .pass { context.fireChannelRead(data) }
         }
-    }
-
-    private func pass(_ data: NIOAny, context: ChannelHandlerContext) {
-        passedSinceReadComplete = true
-        context.fireChannelRead(data)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if needsFlush {
-            needsFlush = false
-            context.flush()
-        }
+        let action = machine.readComplete()
+        if action.flush { context.flush() }
         // A read the lane answered whole is nothing to Hummingbird: telling its handlers of the
         // read's end would cost every memory hit a walk through them for nothing.
-        if passedSinceReadComplete {
-            passedSinceReadComplete = false
-            context.fireChannelReadComplete()
-        }
+        if action.fireReadComplete { context.fireChannelReadComplete() }
     }
 
     /// Hummingbird's answers: each end is the end of the oldest request passed on. An answer to a
@@ -134,27 +88,19 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case let .head(head):
-            // A 1xx other than 101 comes before the answer proper, which it does not stand for.
-            let code = head.status.code
-            if (100..<200).contains(code), code != 101 { break }
-            answering = owed.popFirst() ?? .any
-            if answering != .any, let wire {
-                wire.write(NIOAny(IOData.byteBuffer(WireHead.bodiless(head, connect: answering == .connect))), promise: promise)
+            if case let .writeBodiless(connect) = machine.answerHead(statusCode: Int(head.status.code)), let wire {
+                wire.write(NIOAny(IOData.byteBuffer(WireHead.bodiless(head, connect: connect))), promise: promise)
                 return
             }
         case .body:
-            if answering != .any {
+            if machine.answerBody() == .fail {
                 promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
                 return
             }
         case .end:
-            let bodiless = answering != .any
-            answering = .any
-            if passedOn > 0 {
-                passedOn -= 1
-                if passedOn == 0 { everythingAnswered(context) }
-            }
-            if bodiless, let wire {
+            let (action, check) = machine.answerEnd(now: context.eventLoop.now)
+            scheduleIdleCheck(check, context)
+            if action == .completeEmpty, let wire {
                 // Nothing to send, but the promise completes in order with the writes before it.
                 wire.write(NIOAny(IOData.byteBuffer(ByteBuffer())), promise: promise)
                 return
@@ -175,49 +121,31 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Sends `answer` past the encoder: its head's bytes for this second, then its body (not for
-    /// `HEAD`, nor for a status that cannot have one).
-    private func write(_ answer: FastLane.Answer, head isHead: Bool, wire: ChannelHandlerContext, context: ChannelHandlerContext) {
+    /// `HEAD`, nor for a status that cannot have one). The flush comes at the end of the read.
+    private func write(_ answer: FastLane.Answer, head isHead: Bool, wire: ChannelHandlerContext) {
         let body = answer.body
         let head = answer.head
         wire.write(NIOAny(IOData.byteBuffer(head.bytes(date: lane.date.value, serverName: lane.serverName, bodyLength: body.readableBytes))), promise: nil)
         if !isHead, head.mayHaveBody, body.readableBytes > 0 {
             wire.write(NIOAny(IOData.byteBuffer(body)), promise: nil)
         }
-        needsFlush = true
         lane.answers.count.add(1, ordering: .relaxed)
-        if passedOn == 0 { everythingAnswered(context) }
     }
 }
 
 extension FastLaneHandler {
-    /// Hummingbird's idle time-out (its `HTTPConnectionStateHandler`'s state machine), kept by
-    /// the lane because only the lane sees every request: once the time-out has passed since the
-    /// last read or the last answer owed, the connection is closed; while Hummingbird is still
-    /// answering a request that was read whole, it is left open (its answer starts the wait again).
-    fileprivate func scheduleIdleCheck(_ context: ChannelHandlerContext, at deadline: NIODeadline) {
-        guard let idleTimeout, idleCheck == nil else { return }
+    /// Schedules the idle check the machine asked for (Hummingbird's idle time-out, kept by the
+    /// lane because only the lane sees every request), and carries out what it says when it fires.
+    fileprivate func scheduleIdleCheck(_ deadline: NIODeadline?, _ context: ChannelHandlerContext) {
+        guard let deadline else { return }
         idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             idleCheck = nil
-            if !isRequestBeingRead, passedOn > 0 { return }
-            if context.eventLoop.now >= lastActivity + idleTimeout {
-                context.close(promise: nil)
-            } else {
-                scheduleIdleCheck(context, at: lastActivity + idleTimeout)
+            switch machine.idleCheckFired(now: context.eventLoop.now) {
+            case .none: break
+            case .close: context.close(promise: nil)
+            case let .check(at): scheduleIdleCheck(at, context)
             }
         }
-    }
-
-    /// No answer is owed any more: the idle wait starts now.
-    fileprivate func everythingAnswered(_ context: ChannelHandlerContext) {
-        guard let idleTimeout else { return }
-        lastActivity = context.eventLoop.now
-        scheduleIdleCheck(context, at: lastActivity + idleTimeout)
-    }
-
-    fileprivate func startIdleWait(_ context: ChannelHandlerContext) {
-        guard let idleTimeout else { return }
-        lastActivity = context.eventLoop.now
-        scheduleIdleCheck(context, at: lastActivity + idleTimeout)
     }
 }
 
