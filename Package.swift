@@ -261,6 +261,7 @@ let package = Package(
             name: "FastLaneTests",
             dependencies: [
                 "FastLane", "TestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

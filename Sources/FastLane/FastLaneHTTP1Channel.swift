@@ -11,8 +11,19 @@ import NIOHTTPTypesHTTP1
 /// decoder (and the decoder not paired with the encoder: see ``FastLane``). Without a lane it is
 /// `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
-    /// The async channel Hummingbird reads requests from and writes answers to.
-    public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    /// One accepted connection: the async channel Hummingbird reads requests from and writes
+    /// answers to, and what the lane hands on with the requests it passes.
+    public struct Connection: ServerChildChannelValue {
+        /// The async channel of Hummingbird's request loop.
+        public let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+        let handoffs: Handoffs?
+
+        /// The connection's channel.
+        public var channel: any Channel { asyncChannel.channel }
+    }
+
+    /// One accepted connection.
+    public typealias Value = Connection
 
     /// Hummingbird's responder: everything the lane passes on.
     public let responder: HTTPChannelHandler.Responder
@@ -23,7 +34,11 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     /// Creates the channel.
     public init(responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil) {
-        self.responder = responder
+        // Each request that reaches the router takes the next handoff of its connection.
+        self.responder = { request, writer, channel in
+            FastLane.connection?.advance()
+            try await responder(request, writer, channel)
+        }
         self.lane = lane
         self.idleTimeout = idleTimeout
     }
@@ -37,6 +52,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
+            let handoffs = lane.map { _ in Handoffs() }
             if let lane {
                 // NIO's encoder and decoder as `configureHTTPServerPipeline` adds them, but not
                 // paired: the lane writes its answers past the encoder, and itself keeps answers to
@@ -46,7 +62,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 try pipeline.addHandlers([
                     HTTPResponseEncoder(configuration: .init()),
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
-                    FastLaneHandler(lane, idleTimeout: idleTimeout),
+                    FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs),
                 ])
             } else {
                 try pipeline.configureHTTPServerPipeline(
@@ -57,13 +73,19 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             let stateTimeout = lane == nil ? idleTimeout.map { Duration($0) } : nil
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: stateTimeout, logger: logger))
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
+            )
+            return Connection(asyncChannel: asyncChannel, handoffs: handoffs)
         }
     }
 
-    /// Serves the connection's passed-on requests with Hummingbird's request loop.
-    public func handle(value asyncChannel: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    /// Serves the connection's passed-on requests with Hummingbird's request loop, with the
+    /// connection's handoffs where its routes read them (``FastLane/handoff``).
+    public func handle(value connection: Value, logger: Logger) async {
+        await FastLane.$connection.withValue(connection.handoffs) {
+            await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
+        }
     }
 }
 

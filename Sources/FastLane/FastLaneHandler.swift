@@ -27,10 +27,13 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Every decision: this handler only carries out what it says.
     private var machine: FastLaneStateMachine
     private var idleCheck: Scheduled<Void>?
+    /// Where a request passed on after asking the lane leaves its handoff for its route.
+    private let handoffs: Handoffs?
 
-    init(_ lane: FastLane, idleTimeout: TimeAmount?) {
+    init(_ lane: FastLane, idleTimeout: TimeAmount?, handoffs: Handoffs? = nil) {
         self.lane = lane
         self.machine = FastLaneStateMachine(idleTimeout: idleTimeout)
+        self.handoffs = handoffs
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -60,12 +63,15 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 answering: head.method == .HEAD ? .headOnly : head.method == .CONNECT ? .connect : .any
             )
             if machine.headReceived(facts, isWritable: context.channel.isWritable, now: now) == .askLane, let wire {
-                if let answer = lane.respond(FastLane.Request(head)) {
+                var request = FastLane.Request(head)
+                if let answer = lane.respond(&request) {
                     write(answer, head: head.method == .HEAD, wire: wire)
                     scheduleIdleCheck(machine.laneAnswered(now: now), context)
                     return
                 }
                 machine.laneDeclined(facts)
+                // Before the head goes on: its route takes it when the head reaches the router.
+                if let handoff = request.handoff { handoffs?.hand(handoff) }
             }
             context.fireChannelRead(data)
         case .body:

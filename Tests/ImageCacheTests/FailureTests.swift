@@ -116,17 +116,20 @@ import TestSupport
         let origin = TestOrigin()
         let neverAnswers = Gate()
         origin.set("slow", .held(neverAnswers, payload(1)))
-        let deadURL = try await origin.run { (base) async throws in
+        // A real time-out, the one of AsyncHTTPClient's deadline: it runs on NIO's clock, which
+        // a test cannot move (a smoke test of what takes no injected clock).
+        try await origin.run { (base) async throws in
             let database = database(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
             let error = await #expect(throws: ImageLoader.Error.self) {
                 try await database.image(ImageRequest(url: base.appendingPathComponent("images/slow")))
             }
             neverAnswers.open()  // the client gave up; let the origin finish so it can shut down
-            guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return base }
+            guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return }
             #expect(error?.isTransient == true)
-            return base
         }
-        // The origin has stopped: nothing listens on its port any more.
+        // Nothing listens on the port (and nothing else can start to: it is held).
+        let closed = try ClosedPort()
+        let deadURL = try #require(URL(string: closed.url))
         let error = await #expect(throws: ImageLoader.Error.self) {
             try await database().image(ImageRequest(url: deadURL.appendingPathComponent("images/any")))
         }
@@ -135,7 +138,8 @@ import TestSupport
     }
 
     @Test func anOriginThatRefusedAConnectionIsNotAskedAgainForAMoment() async throws {
-        let deadURL = try await TestOrigin().run { base in base }
+        let closed = try ClosedPort()
+        let deadURL = try #require(URL(string: closed.url))
         let fetcher = HTTPImageFetcher(unreachableBackoff: .seconds(60))
         let request = ImageRequest(url: deadURL.appendingPathComponent("images/a"))
         await #expect(throws: ImageLoader.Error.self) { try await fetcher.fetch(request) }

@@ -141,8 +141,40 @@ public actor ImageDatabase {
     /// answer, with nothing counted: then call ``image(_:)-(ImageRequest)``. Never suspends, so an
     /// HTTP server can answer memory hits on its event loop.
     public nonisolated func memoryImage(for request: ImageRequest) -> Image? {
-        if case let .answered(image) = pipeline.memoryLookup(request) { return image }
+        if case let .hit(image) = lookInMemory(request) { return image }
         return nil
+    }
+
+    /// What memory said of a request: an answer, or a miss to go on from.
+    public enum MemoryLookup: Sendable {
+        /// Memory answered, counted as ``memoryImage(for:)`` counts it.
+        case hit(Image)
+        /// Memory could not answer: ``image(after:)`` goes on from here without looking again.
+        case miss(MemoryMiss)
+    }
+
+    /// A request memory could not answer, with what it found (an entry to revalidate, if any).
+    public struct MemoryMiss: Sendable {
+        /// The request memory could not answer.
+        public let request: ImageRequest
+        let stale: Image?
+    }
+
+    /// Stage 1 of ``image(_:)-(ImageRequest)`` alone, as ``memoryImage(for:)``, keeping a miss
+    /// so that a caller that has to hand the request on (an HTTP server's event loop to its
+    /// route) goes on with ``image(after:)`` and memory is not looked in twice. Never suspends.
+    public nonisolated func lookInMemory(_ request: ImageRequest) -> MemoryLookup {
+        switch pipeline.memoryLookup(request) {
+        case let .answered(image): .hit(image)
+        case let .notAnswered(stale): .miss(MemoryMiss(request: request, stale: stale))
+        }
+    }
+
+    /// Stages 2-6 of ``image(_:)-(ImageRequest)`` after ``lookInMemory(_:)`` missed: the flight
+    /// of the key, led or joined (a new flight's leader looks in memory once more when memory
+    /// held nothing, for a flight that ended in between), disk, origin or processing, store.
+    public nonisolated func image(after miss: MemoryMiss) async throws -> Image {
+        try await pipeline.load(miss.request, stale: miss.stale)
     }
 
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).

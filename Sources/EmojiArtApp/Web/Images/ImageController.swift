@@ -30,7 +30,10 @@ struct ImageController<Context: RequestContext>: Sendable {
     func image(_ request: Request, _ context: Context, route: ImageRoute) async throws -> Response {
         try Self.checkQuery(request)
         let piece = context.parameters.get("piece", as: Int.self)
-        switch services.plan(route, piece: piece, version: request.uri.queryParameters.get("v").map { Substring($0) }) {
+        let version = request.uri.queryParameters.get("v").map { Substring($0) }
+        // What the lane found for this very request, if it saw it: its plan and its look in memory.
+        let handoff = (FastLane.handoff as? LaneHandoff).flatMap { $0.isFor(route, piece: piece, version: version) ? $0 : nil }
+        switch handoff.map({ .load($0.load) }) ?? services.plan(route, piece: piece, version: version) {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
         case let .redirect(location):
@@ -38,7 +41,11 @@ struct ImageController<Context: RequestContext>: Sendable {
         case let .load(plan):
             let image: Image
             do {
-                image = try await services.database.image(plan.request)
+                if let handoff {
+                    image = try await services.database.image(after: handoff.miss)
+                } else {
+                    image = try await services.database.image(plan.request)
+                }
             } catch ImageLoader.Error.httpStatus(404, _) {
                 throw HTTPError(.notFound, message: "the gallery does not have piece \(plan.piece)")
             } catch {
@@ -67,16 +74,39 @@ struct ImageController<Context: RequestContext>: Sendable {
     /// the routes, and `nil` (passed on to them) for anything else: a `Host` the app does not
     /// serve (the router answers 421), a miss, a redirect, an unknown piece, a query other than
     /// `v=` (the route answers 400 to one it does not define).
+    ///
+    /// A miss is handed to the route with its plan and its look in memory (``LaneHandoff``): the
+    /// route plans nothing and does not look in memory again.
     var fastLane: FastLane.Responder {
         { [services] request in
             // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
             if let host = request.firstValue(of: "Host"), !services.allowedHosts.allows(host: host.utf8[...]) { return nil }
             guard let target = ImageRoute.parse(request.target),
-                  case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version),
-                  let image = services.database.memoryImage(for: plan.variant.request)
+                  case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version)
             else { return nil }
-            return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
+            switch services.database.lookInMemory(plan.variant.request) {
+            case let .hit(image):
+                return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
+            case let .miss(miss):
+                request.handoff = LaneHandoff(route: target.route, piece: target.piece, version: target.version, load: plan, miss: miss)
+                return nil
+            }
         }
+    }
+}
+
+/// What the lane found for an image request it passed on: the route goes on from there.
+struct LaneHandoff: Sendable {
+    let route: ImageRoute
+    let piece: Int
+    let version: Substring?
+    let load: AppServices.ImageLoad
+    let miss: ImageDatabase.MemoryMiss
+
+    /// Whether it was made for the request the route is answering (it always is, request for
+    /// request; checked all the same).
+    func isFor(_ route: ImageRoute, piece: Int?, version: Substring?) -> Bool {
+        self.route == route && self.piece == piece && self.version == version
     }
 }
 
