@@ -18,7 +18,13 @@ enum ClusterBench {
             _ = try await response.body.collect(upTo: 10 << 20)
             return response
         }
+        // The edge sends `/` to any instance: each must have verified the catalog first, or
+        // its page links no thumbnails yet.
+        for instanceURL in cluster.announcement.split(separator: "\n").compactMap(instanceURL(in:)) {
+            try await waitUntilReady(instanceURL, client: client)
+        }
         let thumbnails = try await thumbnailURLs(edge, client: client)
+        guard !thumbnails.isEmpty else { throw BenchError("the catalog through the edge links no thumbnails") }
         var large: [String] = []
         for url in thumbnails {
             let piece = url.split(separator: "/")[1].split(separator: "?")[0]
@@ -108,6 +114,24 @@ enum ClusterBench {
             throw BenchError("the cluster did not say where it is: \(cluster.announcement)")
         }
         return (cluster, edgeURL.hasSuffix("/") ? String(edgeURL.dropLast()) : edgeURL, instance, edgePID)
+    }
+
+    /// The URL of an `instance N: URL` line of the cluster's announcement.
+    static func instanceURL(in line: Substring) -> String? {
+        guard let marker = line.range(of: #"instance \d+: "#, options: .regularExpression) else { return nil }
+        return String(line[marker.upperBound...].prefix { !$0.isWhitespace && $0 != "," })
+    }
+
+    /// Follows the instance's `/events` until its phase is `ready` (the stream starts with the
+    /// current phase).
+    static func waitUntilReady(_ instance: String, client: HTTPClient) async throws {
+        let response = try await client.execute(HTTPClientRequest(url: instance + "/events"), timeout: .seconds(120))
+        var text = ""
+        for try await chunk in response.body {
+            text += String(buffer: chunk)
+            if text.contains(#""name":"ready""#) { return }
+        }
+        throw BenchError("\(instance) ended its events before it was ready")
     }
 
     /// The distinct thumbnail URLs (with their `?v=`) the catalog page at `edge` links.
