@@ -118,7 +118,7 @@ public struct FastLane: Sendable {
 /// The handoff of one connection. The lane asks its responder only when every request passed on
 /// before has been answered, so at most one handoff waits at a time: the lane leaves it on the
 /// event loop when it passes its request on, and the connection's request loop takes it as that
-/// request reaches the router, where it is ``current`` until the next request arrives (HTTP/1.1
+/// request reaches the router, where it is ``current`` until the request is answered (HTTP/1.1
 /// answers a connection's requests one after another). A request passed on without asking takes
 /// nothing.
 final class Handoffs: Sendable {
@@ -141,6 +141,11 @@ final class Handoffs: Sendable {
             state.current = state.pending
             state.pending = nil
         }
+    }
+
+    /// The request being answered was answered: its handoff goes.
+    func finish() {
+        state.withLock { $0.current = nil }
     }
 
     /// The handoff of the request being answered.

@@ -36,7 +36,10 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public init(responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil) {
         // Each request that reaches the router takes the next handoff of its connection.
         self.responder = { request, writer, channel in
-            FastLane.connection?.advance()
+            let handoffs = FastLane.connection
+            handoffs?.advance()
+            // Not kept past its request (it may hold an image): the next one is left as pending.
+            defer { handoffs?.finish() }
             try await responder(request, writer, channel)
         }
         self.lane = lane
