@@ -8,7 +8,7 @@ BUILD := $(if $(filter system,$(VIPS)),.build-vips-system,.build)
 SWIFT_FLAGS := $(if $(filter system,$(VIPS)),--scratch-path $(BUILD))
 LIBVIPS_VERSION := $(shell sed -n 's/^LIBVIPS_VERSION=//p' scripts/libvips.pin)
 
-.PHONY: all run test test-swift test-browser bench fuzz docs build release bootstrap install clean
+.PHONY: all run test test-swift test-browser bench fuzz docs trace build release bootstrap install clean
 
 all: build
 
@@ -66,9 +66,14 @@ bench:
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart
 	$(BUILD)/release/emojiart-bench $(ARGS)
 
+## make trace: what one cold thumbnail request and one memory hit of the app run (files, functions,
+## Mutex-guarded states, memory lookups, plans), counted in a build with code coverage (.build-trace/).
+trace: bootstrap
+	scripts/trace
+
 ## make fuzz: the disk entry decoder, and the uses of what it decodes, under libFuzzer for SECONDS (default 60).
 fuzz: bootstrap
 	scripts/fuzz $(SECONDS)
 
 clean:
-	rm -rf .build .build-vips-system .build-bench .build-venv .build-fuzz .build-docs
+	rm -rf .build .build-vips-system .build-bench .build-venv .build-fuzz .build-docs .build-trace

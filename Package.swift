@@ -226,6 +226,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // LLVM's profile runtime, weakly: PathTraceTests in a build with code coverage (scripts/trace).
+        .systemLibrary(name: "CProfile", path: "Tests/CProfile"),
         // zlib, for tests that inflate a PNG's rows (Debian's zlib1g-dev).
         .systemLibrary(name: "CZlib", path: "Tests/CZlib", pkgConfig: "zlib"),
         .testTarget(
@@ -273,7 +275,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart",
+                "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart", "CProfile",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
