@@ -90,7 +90,14 @@ final class ThreadHoldingProcessor: ImageProcessing {
         let loader = await Self.loader(count: 102, limits: .init(processing: 1))
         let first = loader.imageTask(with: Self.request(0, processor, .low))
         await reach(processor.started, 1)
-        let lows = (1...100).map { loader.imageTask(with: Self.request($0, processor, .low)) }
+        // Pieces 1 and 2 queued first, in that order (tasks started together may queue in any
+        // order), then the 98 others: equals start in the order they queued.
+        var lows: [ImageTask] = []
+        for piece in 1...2 {
+            lows.append(loader.imageTask(with: Self.request(piece, processor, .low)))
+            await Self.until(loader) { $0.processing.queued == piece }
+        }
+        lows += (3...100).map { loader.imageTask(with: Self.request($0, processor, .low)) }
         await Self.until(loader) { $0.processing.queued == 100 }
         let urgent = loader.imageTask(with: Self.request(101, processor, .veryHigh))
         await Self.until(loader) { $0.processing.queued == 101 }
