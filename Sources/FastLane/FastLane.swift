@@ -107,50 +107,33 @@ public struct FastLane: Sendable {
     public var answered: Int { answers.count.load(ordering: .relaxed) }
 
     /// What the lane's responder left (``Request/handoff``) for the request a route is
-    /// answering now; `nil` when it left nothing, did not see the request (the lane passes some
-    /// on without asking) or there is no lane. Read it in the route's task.
-    public static var handoff: (any Sendable)? { connection?.current }
+    /// answering now (in its task, and in tasks it starts); `nil` when it left nothing, did not
+    /// see the request (the lane passes some on without asking) or there is no lane.
+    public static var handoff: (any Sendable)? { current }
 
-    /// The handoffs of the connection whose requests this task answers.
-    @TaskLocal static var connection: Handoffs?
+    /// The handoff bound for the request being answered.
+    @TaskLocal static var current: (any Sendable)?
 }
 
 /// The handoff of one connection. The lane asks its responder only when every request passed on
 /// before has been answered, so at most one handoff waits at a time: the lane leaves it on the
 /// event loop when it passes its request on, and the connection's request loop takes it as that
-/// request reaches the router, where it is ``current`` until the request is answered (HTTP/1.1
-/// answers a connection's requests one after another). A request passed on without asking takes
-/// nothing.
+/// request reaches the router (HTTP/1.1 answers a connection's requests one after another). A
+/// request passed on without asking takes nothing.
 final class Handoffs: Sendable {
-    private struct State {
-        var pending: (any Sendable)?
-        var current: (any Sendable)?
-    }
-
-    private let state = Mutex(State())
+    private let pending = Mutex<(any Sendable)?>(nil)
 
     /// The lane passes its request on with `handoff`.
     func hand(_ handoff: any Sendable) {
-        state.withLock { $0.pending = handoff }
+        pending.withLock { $0 = handoff }
     }
 
-    /// The next request passed on reaches the router: what was left for it, if anything, is now
-    /// current.
-    func advance() {
-        state.withLock { state in
-            state.current = state.pending
-            state.pending = nil
+    /// The next request passed on reaches the router: what was left for it, if anything.
+    func take() -> (any Sendable)? {
+        pending.withLock { pending in
+            defer { pending = nil }
+            return pending
         }
-    }
-
-    /// The request being answered was answered: its handoff goes.
-    func finish() {
-        state.withLock { $0.current = nil }
-    }
-
-    /// The handoff of the request being answered.
-    var current: (any Sendable)? {
-        state.withLock { $0.current }
     }
 }
 

@@ -25,8 +25,9 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// One accepted connection.
     public typealias Value = Connection
 
-    /// Hummingbird's responder: everything the lane passes on.
-    public let responder: HTTPChannelHandler.Responder
+    /// The responder Hummingbird's request loop calls: the routes', everything the lane passes
+    /// on; for a connection with a lane, with each request's handoff bound (``FastLane/handoff``).
+    public private(set) var responder: HTTPChannelHandler.Responder
     /// The lane; `nil` runs Hummingbird alone.
     public let lane: FastLane?
     /// Time before an idle connection is closed; `nil` never.
@@ -34,14 +35,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     /// Creates the channel.
     public init(responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil) {
-        // Each request that reaches the router takes the next handoff of its connection.
-        self.responder = { request, writer, channel in
-            let handoffs = FastLane.connection
-            handoffs?.advance()
-            // Not kept past its request (it may hold an image): the next one is left as pending.
-            defer { handoffs?.finish() }
-            try await responder(request, writer, channel)
-        }
+        self.responder = responder
         self.lane = lane
         self.idleTimeout = idleTimeout
     }
@@ -83,12 +77,23 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         }
     }
 
-    /// Serves the connection's passed-on requests with Hummingbird's request loop, with the
-    /// connection's handoffs where its routes read them (``FastLane/handoff``).
+    /// Serves the connection's passed-on requests with Hummingbird's request loop. Each request
+    /// takes the handoff the lane left for it, bound for that request alone (a task-local, so a
+    /// task its route starts sees that request's and no other's).
     public func handle(value connection: Value, logger: Logger) async {
-        await FastLane.$connection.withValue(connection.handoffs) {
-            await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
+        guard let handoffs = connection.handoffs else {
+            return await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
         }
+        var handing = self
+        let routes = responder
+        handing.responder = { request, writer, channel in
+            // The writer is not copyable: moved into the scope through an optional.
+            var writer = Optional(writer)
+            try await FastLane.$current.withValue(handoffs.take()) {
+                try await routes(request, writer.take()!, channel)
+            }
+        }
+        await handing.handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
     }
 }
 

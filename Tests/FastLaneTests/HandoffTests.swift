@@ -9,13 +9,24 @@ import TestSupport
 @Suite(.timeLimit(.minutes(1))) struct HandoffTests {
     /// A server whose lane answers `/hit`, leaves "N" for `/handed/N` and passes it on, and
     /// leaves nothing for anything else; every route answers with the handoff it reads.
-    func withServer(_ body: (Int) async throws -> Void) async throws {
+    /// `/later/N` starts a task that reads the handoff once `later` opens, and yields it to `read`.
+    func withServer(
+        later: Gate = Gate(), read: AsyncStream<String>.Continuation? = nil, _ body: (Int) async throws -> Void
+    ) async throws {
         let lane = FastLane(serverName: "Test") { request in
             if request.target == "/hit" { return FastLane.Answer(status: .ok, headerFields: [:], body: ByteBuffer(string: "lane")) }
             if request.target.hasPrefix("/handed/") { request.handoff = String(request.target.dropFirst(8)) }
+            if request.target.hasPrefix("/later/") { request.handoff = "later-" + request.target.dropFirst(7) }
             return nil
         }
         let router = Router()
+        router.get("later/:n") { _, _ -> String in
+            Task {
+                try await later.pass()
+                read?.yield(FastLane.handoff.map { "\($0)" } ?? "none")
+            }
+            return "started"
+        }
         let echo: @Sendable (Request, BasicRequestContext) async throws -> String = { _, _ in
             FastLane.handoff.map { "\($0)" } ?? "none"
         }
@@ -55,6 +66,23 @@ import TestSupport
                 bodies.append(body(try await connection.response()))
                 #expect(bodies == ["1", "lane", "none", "2", "none", "4", "none", "none", "6"])
             }
+        }
+    }
+
+    @Test func aTaskARouteStartsKeepsItsOwnRequestsHandoff() async throws {
+        let later = Gate()
+        let (reads, read) = AsyncStream.makeStream(of: String.self)
+        try await withServer(later: later, read: read) { port in
+            try await RawHTTPConnection.with(port: port) { connection in
+                for path in ["/later/1", "/handed/2"] {
+                    try await connection.send([path])
+                    _ = try await connection.response()
+                }
+            }
+            // The task reads after request 2 was answered on the same connection.
+            later.open()
+            var iterator = reads.makeAsyncIterator()
+            #expect(await iterator.next() == "later-1")
         }
     }
 

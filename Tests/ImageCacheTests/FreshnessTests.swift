@@ -57,6 +57,45 @@ import TestSupport
         }
     }
 
+    /// A server's event loop looks in memory and hands the miss on (`lookInMemory`, then
+    /// `image(after:)`): when the entry was stale and another request refreshed it in between,
+    /// the handed-on miss takes the fresh entry and does not revalidate again.
+    @Test func aStaleMissHandedOnTakesAnEntryRefreshedInBetween() async throws {
+        try await withOrigin { origin, url in
+            let db = database()
+            _ = try await db.image(ImageRequest(url: url))
+            clock.advance(by: 61)
+            guard case let .miss(miss) = db.lookInMemory(ImageRequest(url: url)) else {
+                Issue.record("a stale entry is a miss")
+                return
+            }
+            _ = try await db.image(ImageRequest(url: url))  // another request revalidates: 304
+            #expect(origin.requests("a") == 2 && origin.notModified("a") == 1)
+            #expect(try await db.image(after: miss).data == payload(1))
+            #expect(origin.requests("a") == 2, "the refreshed entry answered: no second revalidation")
+            #expect(db.stats().revalidations == 1)
+        }
+    }
+
+    /// A miss of a key memory did not hold, handed on: loaded as ``image(_:)`` would.
+    @Test func aMissHandedOnLoadsAsALookupWould() async throws {
+        try await withOrigin { (origin, url) async throws in
+            let db = database()
+            guard case let .miss(miss) = db.lookInMemory(ImageRequest(url: url)) else {
+                Issue.record("nothing is in memory yet")
+                return
+            }
+            #expect(try await db.image(after: miss).data == payload(1))
+            #expect(origin.requests("a") == 1)
+            // Now in memory: a hit, counted once.
+            guard case .hit = db.lookInMemory(ImageRequest(url: url)) else {
+                Issue.record("the loaded image is in memory")
+                return
+            }
+            #expect(db.stats().memoryHits == 1)
+        }
+    }
+
     @Test func concurrentRequestsForAStaleKeyCauseOneRevalidation() async throws {
         try await withOrigin { origin, url in
             let db = database()

@@ -171,10 +171,13 @@ public actor ImageDatabase {
     }
 
     /// Stages 2-6 of ``image(_:)-(ImageRequest)`` after ``lookInMemory(_:)`` missed: the flight
-    /// of the key, led or joined (a new flight's leader looks in memory once more when memory
-    /// held nothing, for a flight that ended in between), disk, origin or processing, store.
+    /// of the key, led or joined, disk, origin or processing, store. When memory held nothing,
+    /// a new flight's leader looks in memory once more (for a flight that ended in between); when
+    /// it held a stale entry, memory is looked in again first (another request may have
+    /// refreshed it in between, and the stale entry would be revalidated twice).
     public nonisolated func image(after miss: MemoryMiss) async throws -> Image {
-        try await pipeline.load(miss.request, stale: miss.stale)
+        guard miss.stale == nil else { return try await image(miss.request) }
+        return try await pipeline.load(miss.request, stale: nil)
     }
 
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).

@@ -188,8 +188,9 @@ final class ImagePipeline: Sendable {
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
         while true {
-            // 2. The flight of this key. No suspension point between the memory miss and here:
-            //    the flight is registered before any other caller can run.
+            // 2. The flight of this key. A caller that looked in memory just before (image(for:))
+            //    reaches here without suspending; one that looked earlier (ImageDatabase's
+            //    image(after:), an event loop's miss) did, and a new flight's leader looks again.
             let step = flights.withLock { $0.begin(flightKey, now: clock.now, retrying: retrying) }
             retrying = false  // a failure recorded from now on is this request's own answer
             let result: Image?

@@ -31,8 +31,11 @@ struct ImageController<Context: RequestContext>: Sendable {
         try Self.checkQuery(request)
         let piece = context.parameters.get("piece", as: Int.self)
         let version = request.uri.queryParameters.get("v").map { Substring($0) }
-        // What the lane found for this very request, if it saw it: its plan and its look in memory.
-        let handoff = (FastLane.handoff as? LaneHandoff).flatMap { $0.isFor(route, piece: piece, version: version) ? $0 : nil }
+        // What the lane found for this very request, if it saw it: its plan and its look in
+        // memory, used while the feed is the one it was planned on.
+        let handoff = (FastLane.handoff as? LaneHandoff).flatMap {
+            $0.isFor(route, piece: piece, version: version) && services.isCurrent($0.load) ? $0 : nil
+        }
         switch handoff.map({ .load($0.load) }) ?? services.plan(route, piece: piece, version: version) {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
@@ -76,7 +79,9 @@ struct ImageController<Context: RequestContext>: Sendable {
     /// `v=` (the route answers 400 to one it does not define).
     ///
     /// A miss is handed to the route with its plan and its look in memory (``LaneHandoff``): the
-    /// route plans nothing and does not look in memory again.
+    /// route plans nothing (unless the feed changed in between) and goes on with
+    /// `ImageDatabase.image(after:)`, which looks in memory again only as its flight's leader
+    /// (or when memory held a stale entry).
     var fastLane: FastLane.Responder {
         { [services] request in
             // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
