@@ -68,19 +68,30 @@ func withVerifiedApp(
     allowedHosts: [String] = [], _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
 ) async throws {
     try await withGallery { galleryURL, database in
-        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, allowedHosts: allowedHosts)
-        let model = makeModel(galleryURL, database)
-        let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
-        await model.loadAndVerify()
-        let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
-        try await withLiveServer({ running in
-            Application(
-                responder: router.buildResponder(), server: .http1(fastLane: lane),
-                configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
-                onServerRunning: { await running($0.localAddress?.port ?? 0) }
-            )
-        }) { port in
-            try await body(port, database, services)
-        }
+        try await withVerifiedApp(
+            galleryURL: galleryURL, database: database, trust: testGalleryTrust, allowedHosts: allowedHosts, body
+        )
+    }
+}
+
+/// A real app server on 127.0.0.1:0 (fast lane on) against the gallery at `galleryURL`, after
+/// verification finished.
+func withVerifiedApp(
+    galleryURL: URL, database: ImageDatabase, trust: GalleryTrust, allowedHosts: [String] = [],
+    _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
+) async throws {
+    let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
+    let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8, trust: trust)
+    let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+    await model.loadAndVerify()
+    let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+    try await withLiveServer({ running in
+        Application(
+            responder: router.buildResponder(), server: .http1(fastLane: lane),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+            onServerRunning: { await running($0.localAddress?.port ?? 0) }
+        )
+    }) { port in
+        try await body(port, database, services)
     }
 }

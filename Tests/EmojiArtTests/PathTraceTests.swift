@@ -1,8 +1,6 @@
 import CProfile
 @testable import EmojiArtApp
-import FastLane
 import Foundation
-import Hummingbird
 import ImageCache
 import Testing
 import TestSupport
@@ -54,18 +52,7 @@ import TestSupport
 
         let cache = TemporaryDirectory()
         let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
-        let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: .firstUse(testTrustStore()))
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: .firstUse(testTrustStore()))
-        let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
-        await model.loadAndVerify()
-        let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
-        try await withLiveServer({ running in
-            Application(
-                responder: router.buildResponder(), server: .http1(fastLane: lane),
-                configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
-                onServerRunning: { await running($0.localAddress?.port ?? 0) }
-            )
-        }) { port in
+        try await withVerifiedApp(galleryURL: galleryURL, database: database, trust: .firstUse(testTrustStore())) { port, database, _ in
             // Cold: neither piece 7's thumbnail nor its original in memory or on disk.
             await database.clearMemory()
             await database.clear()
