@@ -1,5 +1,5 @@
 import Foundation
-import ImageCache
+@testable import ImageCache
 import Synchronization
 import TestSupport
 
@@ -54,6 +54,11 @@ final class GatedFetcher: ImageFetching {
 /// nothing is polled.
 func reach(_ value: LiveValue<Int>, _ target: Int) async {
     for await current in value.stream() where current >= target { return }
+}
+
+/// Waits until `counter` reaches `target`.
+func reach(_ counter: LiveCounter, _ target: Int) async {
+    for await current in counter.stream() where current >= target { return }
 }
 
 /// Deterministic image-like payloads of a given size.

@@ -159,7 +159,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
         // Somebody opens piece 30 while it waits to be prefetched.
         let opened = loader.imageTask(with: Self.request(30, processor, .high))
         let key = Self.request(30, processor, .high).cacheKey
-        for await _ in loader.pipeline.scheduler.changeStream() where flightPriority(loader, key) == .high { break }
+        for await _ in loader.pipeline.changeStream() where flightPriority(loader, key) == .high { break }
         #expect(loader.schedulingStats.processing.queued == 50, "joined, not queued again")
 
         processor.allow(1)
@@ -177,8 +177,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
 
     /// The priority of the running flight of `key`.
     func flightPriority(_ loader: ImageLoader, _ key: String) -> ImageRequest.Priority? {
-        guard let id = loader.pipeline.flights.withLock({ $0.flights[key]?.id }) else { return nil }
-        return loader.pipeline.scheduler.priority(of: .flight(id))
+        loader.pipeline.bookkeeping.withLock { $0.flight(forKey: key)?.priority }
     }
 
     @Test func aFullQueueRefusesAPrefetchAndGivesInteractiveWorkADeadline() async throws {

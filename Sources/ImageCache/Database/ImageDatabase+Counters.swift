@@ -76,7 +76,7 @@ extension ImageDatabase {
             diskEntries: disk.entries,
             diskBytes: disk.bytes,
             diskAvailable: pipeline.isDiskAvailable,
-            scheduling: pipeline.scheduler.stats
+            scheduling: pipeline.schedulingStats
         )
     }
 

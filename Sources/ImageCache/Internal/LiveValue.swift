@@ -79,13 +79,45 @@ public final class LiveValue<Value: Sendable>: Sendable {
     }
 }
 
-/// A live count of events.
-typealias LiveCounter = LiveValue<Int>
+/// A live count of events: a ``LiveValue`` of an `Int` that costs one atomic add, and no lock,
+/// while nobody follows it. Counts never go down, so a listener sees them rise in order.
+///
+/// Thread-safe.
+final class LiveCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    /// Streams open now: with none, an increment touches only ``count``.
+    private let listeners = Atomic<Int>(0)
+    /// What listeners follow; kept up to date only while there are some.
+    private let live = LiveValue(0)
 
-extension LiveValue where Value == Int {
-    convenience init() { self.init(0) }
+    init() {}
+
+    /// The count now.
+    var value: Int { count.load(ordering: .sequentiallyConsistent) }
 
     func increment(by amount: Int = 1) {
-        update { $0 += amount }
+        // Added first, then the listeners read: a stream that starts in between reads the new
+        // count itself (see stream()), so no increment is lost to it.
+        let new = count.add(amount, ordering: .sequentiallyConsistent).newValue
+        guard listeners.load(ordering: .sequentiallyConsistent) > 0 else { return }
+        live.update { $0 = max($0, new) }
+    }
+
+    /// The count now, then each new count (only the newest when a listener lags).
+    func stream() -> AsyncStream<Int> {
+        listeners.add(1, ordering: .sequentiallyConsistent)
+        let current = count.load(ordering: .sequentiallyConsistent)
+        live.update { $0 = max($0, current) }
+        let upstream = live.stream()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                for await value in upstream { continuation.yield(value) }
+                continuation.finish()
+            }
+            continuation.onTermination = { [weak self] _ in
+                task.cancel()
+                self?.listeners.subtract(1, ordering: .sequentiallyConsistent)
+            }
+        }
     }
 }

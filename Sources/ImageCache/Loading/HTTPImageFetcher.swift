@@ -168,20 +168,32 @@ public struct HTTPImageFetcher: ImageFetching {
 }
 
 /// Origins that could not be connected to, with when: a fetcher's memory of who is down.
+///
+/// While no origin is remembered (the usual case), asking and forgetting cost one atomic load
+/// and no lock.
 final class UnreachableOrigins: Sendable {
     private let failures = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// How many origins ``failures`` holds, readable without its lock.
+    private let count = Atomic<Int>(0)
 
     func record(_ origin: String) {
-        failures.withLock { $0[origin] = ContinuousClock.now }
+        failures.withLock { failures in
+            failures[origin] = ContinuousClock.now
+            count.store(failures.count, ordering: .releasing)
+        }
     }
 
     func forget(_ origin: String) {
-        _ = failures.withLock { $0.removeValue(forKey: origin) }
+        guard count.load(ordering: .acquiring) > 0 else { return }
+        failures.withLock { failures in
+            failures.removeValue(forKey: origin)
+            count.store(failures.count, ordering: .releasing)
+        }
     }
 
     /// How long ago `origin` failed, when that is less than `window`.
     func failure(of origin: String, within window: Duration) -> Duration? {
-        guard let at = failures.withLock({ $0[origin] }) else { return nil }
+        guard count.load(ordering: .acquiring) > 0, let at = failures.withLock({ $0[origin] }) else { return nil }
         let elapsed = at.duration(to: .now)
         return elapsed < window ? elapsed : nil
     }

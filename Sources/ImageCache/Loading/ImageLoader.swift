@@ -141,7 +141,7 @@ public actor ImageLoader {
     /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a
     /// failure remembered for it.
     public nonisolated func add(_ image: Image, forKey key: String) {
-        pipeline.flights.withLock { $0.forgetFailure(key) }
+        pipeline.bookkeeping.withLock { $0.forgetFailure(key) }
         memory.insert(image, forKey: key)
     }
 
@@ -152,19 +152,19 @@ public actor ImageLoader {
 
     /// Forgets the failure remembered for `key`, so the next request tries again.
     public nonisolated func forgetFailure(forKey key: String) {
-        pipeline.flights.withLock { $0.forgetFailure(key) }
+        pipeline.bookkeeping.withLock { $0.forgetFailure(key) }
     }
 
     /// The state of `key`: in progress, completed (in memory) or failed (not yet expired).
     public nonisolated func state(forKey key: String) -> DownloadState? {
         let now = pipeline.clock.now
-        let (work, failure) = pipeline.flights.withLock { flights in
+        let (work, failure) = pipeline.bookkeeping.withLock { machine in
             // A lookup's flight, else a reload's or a revalidation's of the same key.
             var work: Task<Image, any Swift.Error>?
             for flightKey in [key] + ImagePipeline.flightSuffixes.map({ key + $0 }) where work == nil {
-                work = flights.flights[flightKey]?.work
+                work = machine.flight(forKey: flightKey)?.work
             }
-            return (work, flights.failure(key, now: now))
+            return (work, machine.failure(key, now: now))
         }
         if let work { return .inProgress(work) }
         if let image = memory.peek(key) { return .completed(image) }
@@ -174,13 +174,13 @@ public actor ImageLoader {
 
     /// How many callers are waiting for the download of `key` (0 when none is running).
     public nonisolated func waiterCount(forKey key: String) -> Int {
-        pipeline.flights.withLock { $0.waiterCount(key) }
+        pipeline.bookkeeping.withLock { $0.waiterCount(key) }
     }
 
     /// Every key's state, as the book's `cache` dictionary.
     public nonisolated var cache: [String: DownloadState] {
         // A reload's or a revalidation's flight runs under its key plus a suffix: list the key.
-        let keys = pipeline.flights.withLock { Set($0.flights.keys).union($0.failures.keys) }
+        let keys = pipeline.bookkeeping.withLock { Set($0.flightByKey.keys).union($0.failures.keys) }
             .map { ImagePipeline.cacheKey(ofFlight: $0) }
         var states: [String: DownloadState] = [:]
         for key in Set(keys).union(memory.keys) {
@@ -199,16 +199,16 @@ public actor ImageLoader {
     public nonisolated var inMemoryAccess: AsyncStream<Int> { memory.hits.stream() }
 
     /// What each stage runs and queues now, with its high-water marks, refusals and time-outs.
-    public nonisolated var schedulingStats: SchedulingStats { pipeline.scheduler.stats }
+    public nonisolated var schedulingStats: SchedulingStats { pipeline.schedulingStats }
 
     /// The scheduling counts now, then after each change; see
     /// ``ImageDatabase/onSchedulingChange``.
     public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
-        let scheduler = pipeline.scheduler
-        let changes = scheduler.changeStream()
+        let pipeline = pipeline
+        let changes = pipeline.changeStream()
         return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
             let task = Task {
-                for await _ in changes { continuation.yield(scheduler.stats) }
+                for await _ in changes { continuation.yield(pipeline.schedulingStats) }
                 continuation.finish()
             }
             continuation.onTermination = { _ in task.cancel() }

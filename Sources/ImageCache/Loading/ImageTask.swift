@@ -20,7 +20,8 @@ public final class ImageTask: Sendable, Hashable {
     /// What this task loads.
     public let request: ImageRequest
     private let pipeline: ImagePipeline
-    private let node: Scheduler.Node
+    /// Its node in the pipeline's bookkeeping; `nil` when memory answered at once.
+    private let node: ImagePipeline.Machine.TaskID?
     private let task: Task<Image, any Error>
     private let ownPriority: Mutex<ImageRequest.Priority>
 
@@ -30,15 +31,15 @@ public final class ImageTask: Sendable, Hashable {
         ownPriority = Mutex(request.priority)
         // A memory hit is answered without a node or a queue.
         if case let .answered(image) = pipeline.memoryLookup(request, countingHit: countsHits) {
-            node = .caller(0)
+            node = nil
             task = Task { image }
             return
         }
-        let node = pipeline.scheduler.makeCaller(request.priority)
+        let node = pipeline.makeTask(request.priority)
         self.node = node
-        let caller = ImagePipeline.Caller(node: node, priority: request.priority, countsHits: countsHits, wantsMemory: wantsMemory)
+        let caller = ImagePipeline.Caller(asker: .task(node), countsHits: countsHits, wantsMemory: wantsMemory)
         task = Task {
-            defer { pipeline.scheduler.removeCaller(node) }
+            defer { pipeline.removeTask(node) }
             return try await pipeline.image(for: request, as: caller)
         }
     }
@@ -55,7 +56,7 @@ public final class ImageTask: Sendable, Hashable {
         get { ownPriority.withLock { $0 } }
         set {
             ownPriority.withLock { $0 = newValue }
-            pipeline.scheduler.setPriority(newValue, of: node)
+            if let node { pipeline.setPriority(newValue, ofTask: node) }
         }
     }
 

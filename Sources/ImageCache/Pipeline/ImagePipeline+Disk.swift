@@ -23,7 +23,7 @@ extension ImagePipeline {
         let result = Result { () throws(ImageLoader.Error) in try disk.setUp() }
         switch result {
         case let .success(report):
-            readyDisk.withLock { $0 = disk }
+            diskIsReady.store(true, ordering: .releasing)
             logger.debug("disk cache ready", metadata: [
                 "directory": "\(disk.directory.path)", "entries": "\(report.entries)", "bytes": "\(report.bytes)",
             ])
@@ -37,13 +37,16 @@ extension ImagePipeline {
     /// The disk once set up (setting it up on first use), or `nil` when there is none or it
     /// failed.
     func usableDisk() async -> DiskStorage? {
-        if let ready = readyDisk.withLock({ $0 }) { return ready }
+        if let ready = readyDisk { return ready }
         guard disk != nil, case .success = await setUp() else { return nil }
-        return readyDisk.withLock { $0 }
+        return readyDisk
     }
 
+    /// The disk if it is set up and usable, without setting it up.
+    var readyDisk: DiskStorage? { diskIsReady.load(ordering: .acquiring) ? disk : nil }
+
     /// Whether the disk tier is set up and usable.
-    var isDiskAvailable: Bool { readyDisk.withLock { $0 != nil } }
+    var isDiskAvailable: Bool { readyDisk != nil }
 
     /// Reads `key`'s image: a damaged entry is deleted, counted and answered as a miss, and so is
     /// a known-missing one (it is no image). The caller counts the hit once it answers with it.
@@ -66,9 +69,9 @@ extension ImagePipeline {
 
     /// Stage 6: writes the flight's result within the disk-write limit, on the I/O threads.
     /// Refused or cancelled, the image is still answered, only not stored.
-    func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: Flights.FlightID) async {
+    func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: FlightID) async {
         do {
-            try await scheduler.run(.diskWrite, for: .flight(id)) {
+            try await run(.diskWrite, for: id) {
                 try await ioPool.run { self.write(image, forKey: key, to: disk) }
             }
         } catch {
@@ -93,12 +96,12 @@ extension ImagePipeline {
         case notRead
     }
 
-    /// Stage 3: reads `request`'s entry within the disk-read limit and decides by its freshness.
-    /// - Parameter node: the node the read queues as, asked for only if it has to wait.
-    func diskLookup(_ request: ImageRequest, queueingFor node: () -> Scheduler.Node) async throws -> DiskLookup {
+    /// Stage 3: reads `request`'s entry within the disk-read limit, as the work of flight `id`,
+    /// and decides by its freshness.
+    func diskLookup(_ request: ImageRequest, flight id: FlightID) async throws -> DiskLookup {
         guard request.cachePolicy != .reloadIgnoringCacheData, let disk = await usableDisk() else { return .miss }
         let key = request.cacheKey
-        let found = try await scheduler.run(.diskRead, queueingFor: node, { readEntry(key, from: disk) })
+        let found = try await run(.diskRead, for: id) { readEntry(key, from: disk) }
         let entry: Image
         switch found {
         case nil: return .miss
@@ -106,7 +109,7 @@ extension ImagePipeline {
         case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
         }
         if request.processor == nil, let digest = entry.originalSHA256 {
-            _ = originals.withLock { $0.insert(digest, forKey: key, cost: 1) }
+            memory.rememberOriginal(digest, forKey: key)
         }
         switch lookup(entry, for: request) {
         case .answer: return .answer(entry, refreshing: false)
@@ -137,8 +140,8 @@ extension ImagePipeline {
 
     /// Stage 6 for a 404 or 410 with a lifetime: remembered on disk as a known-missing entry,
     /// within the disk-write limit, on the I/O threads.
-    func storeMissing(status: Int, headers: CacheHeaders, forKey key: String, flight id: Flights.FlightID) async {
-        guard let disk = readyDisk.withLock({ $0 }) else { return }
+    func storeMissing(status: Int, headers: CacheHeaders, forKey key: String, flight id: FlightID) async {
+        guard let disk = readyDisk else { return }
         let write: @Sendable () -> Void = {
             do {
                 try disk.writeMissing(status: status, cacheHeaders: headers, forKey: key)
@@ -148,7 +151,7 @@ extension ImagePipeline {
             }
         }
         do {
-            try await scheduler.run(.diskWrite, for: .flight(id)) { try await ioPool.run(write) }
+            try await run(.diskWrite, for: id) { try await ioPool.run(write) }
         } catch {
             logger.debug("that \(key) is missing was not stored: \(error)")
         }

@@ -17,7 +17,10 @@ extension ImagePipeline {
     }
 
     /// Decides by the request's policy, the entry's headers and the wall clock.
-    func lookup(_ entry: Image, for request: ImageRequest) -> Lookup {
+    /// - Parameter knownOriginal: for a variant found in memory, the SHA-256 of its original as
+    ///   this process last saw it, read with the entry (`MemoryCache.touch(_:original:)`);
+    ///   otherwise it is looked up here.
+    func lookup(_ entry: Image, for request: ImageRequest, knownOriginal: String?? = .none) -> Lookup {
         // The headers are read in place (see Image.freshness(at:)): this runs on every hit.
         let source = entry.originalSHA256
         // Not from HTTP and nothing known of its bytes (stored by hand, a custom fetcher's):
@@ -33,7 +36,7 @@ extension ImagePipeline {
             if request.processor != nil {
                 if let expected = request.expectedSHA256, expected != source { return .miss }
                 let key = request.originalCacheKey
-                if let known = originals.withLock({ $0.peek(key) }), known != source { return .miss }
+                if let known = knownOriginal ?? memory.original(forKey: key), known != source { return .miss }
             } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
                 // The feed lists other bytes now: ask the origin (a 304 then is a mismatch).
                 return .revalidate

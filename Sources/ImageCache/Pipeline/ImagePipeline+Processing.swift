@@ -9,11 +9,11 @@ extension ImagePipeline {
     static let largePayload = 1 << 20
 
     /// ``verified(_:request:)`` on the processing threads for a large payload, here otherwise.
-    func verified(_ image: Image, request: ImageRequest, flight id: Flights.FlightID) async throws -> Image {
+    func verified(_ image: Image, request: ImageRequest, flight id: FlightID) async throws -> Image {
         guard image.data.count >= Self.largePayload else {
             return try Self.verified(image, request: request)
         }
-        return try await scheduler.run(.processing, for: .flight(id)) {
+        return try await run(.processing, for: id) {
             try await processingPool.run { try Self.verified(image, request: request) }
         }
     }

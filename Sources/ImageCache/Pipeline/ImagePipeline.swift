@@ -13,8 +13,8 @@ import Synchronization
 /// ```
 /// image(for:)
 ///   1. memory          MemoryCache, behind a mutex: a hit costs no task and no hop
-///   2. flight          one per cache key (FlightStateMachine): the first caller leads it, later
-///                      callers join it and wait; a remembered failure answers at once
+///   2. flight          one per cache key (PipelineStateMachine): the first caller leads it,
+///                      later callers join it and wait; a remembered failure answers at once
 ///   lead(_:flight:)    the leader, in its own task:
 ///   3. disk            [disk-read slot] read and checked (length, key, XXH3); a usable hit
 ///                      finishes the flight
@@ -41,19 +41,29 @@ import Synchronization
 /// original's disk read and download (the original's key), each variant's disk read and
 /// processing (the variant's key).
 ///
-/// Each [slot] is the ``Scheduler``'s: work waits in that stage's queue, highest priority first,
-/// while the stage is at its limit (see ``ImageLoader/Limits``); a flight runs at the highest
-/// priority of the callers (and variant flights) attached to it.
+/// Each [slot] is a stage of the bookkeeping (`ImagePipeline+Scheduling.swift`): work waits in
+/// that stage's queue, highest priority first, while the stage is at its limit (see
+/// ``ImageLoader/Limits``); a flight runs at the highest priority of its members (callers, and
+/// the flights of variants waiting for an original).
 ///
-/// Thread-safe, and not an actor: its state is the memory tier, the flight table and the
-/// scheduler, each behind a `Mutex` held only for bookkeeping. The leader's disk read runs in the
+/// Thread-safe, and not an actor: its state is the memory tier and the bookkeeping (flights,
+/// priorities, stage queues: one `PipelineStateMachine`), each behind a `Mutex` held only for
+/// bookkeeping. The leader's disk read runs in the
 /// calling task, fetching in the flight's task, processing and disk writes on the pipeline's own
 /// threads; never under a lock.
 final class ImagePipeline: Sendable {
-    typealias Flights = FlightStateMachine<
-        CheckedContinuation<Image?, any Swift.Error>, Task<Image, any Swift.Error>,
-        ImageLoader.Error, AnyClock<Duration>.Instant
-    >
+    /// What the bookkeeping holds: continuations, tasks, failures, instants.
+    enum Handles: PipelineHandles {
+        typealias Waiter = CheckedContinuation<Image?, any Swift.Error>
+        typealias SlotWaiter = CheckedContinuation<Void, any Swift.Error>
+        typealias Work = Task<Image, any Swift.Error>
+        typealias Deadline = Task<Void, Never>
+        typealias Failure = ImageLoader.Error
+        typealias Instant = AnyClock<Duration>.Instant
+    }
+
+    typealias Machine = PipelineStateMachine<Handles>
+    typealias FlightID = Machine.FlightID
 
     let configuration: ImageLoader.Configuration
     let fetcher: any ImageFetching
@@ -62,23 +72,23 @@ final class ImagePipeline: Sendable {
     /// Tells the date: freshness is wall-clock time, kept across restarts.
     let now: @Sendable () -> Date
     let logger: Logger
-    /// The SHA-256 of each original this process has fetched, revalidated or read, by its key:
-    /// a variant made from other bytes is outdated.
-    let originals = Mutex(LRUCache<String, String>(countLimit: 10_000))
     /// Stage 1.
     let memory: MemoryCache
-    /// Stage 2.
-    let flights = Mutex(Flights())
+    /// Stage 2 and every limited stage: the flights, their members and priorities, and the
+    /// stages' slots and queues, in one machine behind one lock.
+    let bookkeeping: Mutex<Machine>
     /// Stages 3 and 6; `nil` for a memory-only loader.
     let disk: DiskStorage?
     /// The one set-up of the disk, awaited by every first caller.
     let setUpTask = Mutex<Task<Result<DiskStorage.SetUpReport, ImageLoader.Error>, Never>?>(nil)
-    /// The disk once set up and usable; read on every miss, so a mutex rather than a hop.
-    let readyDisk = Mutex<DiskStorage?>(nil)
+    /// Whether ``disk`` is set up and usable; read on every miss, so an atomic flag rather than
+    /// a lock or a hop.
+    let diskIsReady = Atomic<Bool>(false)
 
     let counters = Counters()
-    /// The limits of each stage and the priority of every piece of work.
-    let scheduler: Scheduler
+    /// Bumped after every change of the bookkeeping (see ``changeStream()``): with nobody
+    /// following, one atomic add.
+    let changes = LiveCounter()
     /// Where processors run: never on Swift's cooperative threads.
     let processingPool: WorkerPool
     /// Where disk writes (and their `fsync`) run.
@@ -121,19 +131,23 @@ final class ImagePipeline: Sendable {
         self.now = now
         self.logger = logger
         memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
-        scheduler = Scheduler(limits: configuration.limits, clock: clock)
+        let limits = configuration.limits
+        bookkeeping = Mutex(Machine(limits: .init(
+            running: [
+                .diskRead: limits.diskReads, .download: limits.downloads, .processing: limits.processing,
+                .diskWrite: limits.diskWrites,
+            ],
+            downloadsPerHost: limits.downloadsPerHost, waitingOriginalBytes: limits.waitingOriginalBytes,
+            queueCapacity: limits.queueCapacity
+        )))
         processingPool = WorkerPool(name: "processing", threads: configuration.limits.processing)
         ioPool = WorkerPool(name: "io", threads: configuration.limits.diskWrites)
     }
 
-    /// Who asks for an image: a node of the scheduler's priority graph, and what answering it
-    /// counts as.
+    /// Who asks for an image: where its priority comes from, and what answering it counts as.
     struct Caller: Sendable {
-        /// Its node (an ``ImageTask``'s, or a variant's flight); `nil` for a fixed ``priority``,
-        /// which gets a node only if it has to wait.
-        var node: Scheduler.Node?
-        /// The priority of a caller without a node.
-        var priority = ImageRequest.Priority.normal
+        /// An ``ImageTask``, a fixed priority, or a variant's flight.
+        var asker: Machine.Asker
         /// Whether a hit answered to it counts (a prefetch's does not).
         var countsHits = true
         /// Whether its result is kept in memory (a prefetch to disk's is not).
@@ -162,10 +176,13 @@ final class ImagePipeline: Sendable {
     /// Stage 1, synchronous: a memory hit costs no task, no hop and no suspension. Faces call
     /// it before they await anything.
     func memoryLookup(_ request: ImageRequest, countingHit: Bool = true) -> MemoryAnswer {
-        guard request.cachePolicy != .reloadIgnoringCacheData, let entry = memory.touch(request.cacheKey) else {
+        // One lock: the entry and, for a variant, what this process knows of its original.
+        guard request.cachePolicy != .reloadIgnoringCacheData,
+              case let (entry?, original) = memory.touch(request.cacheKey, original: request.processor == nil ? nil : request.originalCacheKey)
+        else {
             return .notAnswered(stale: nil)
         }
-        switch lookup(entry, for: request) {
+        switch lookup(entry, for: request, knownOriginal: .some(original)) {
         case .answer:
             if countingHit { memory.hits.increment() }
             return .answered(entry)
@@ -183,37 +200,36 @@ final class ImagePipeline: Sendable {
     /// Stages 2-6, after memory could not answer: the flight of the key, led or joined.
     /// - Parameter caller: who asks; by default a caller at the request's priority.
     func load(_ request: ImageRequest, stale: Image?, as caller: Caller? = nil) async throws -> Image {
-        let caller = caller ?? Caller(priority: request.priority)
+        let caller = caller ?? Caller(asker: .fixed(request.priority))
         let key = request.cacheKey
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
         while true {
-            // 2. The flight of this key. A caller that looked in memory just before (image(for:))
-            //    reaches here without suspending; one that looked earlier (ImageDatabase's
-            //    image(after:), an event loop's miss) did, and a new flight's leader looks again.
-            let step = flights.withLock { $0.begin(flightKey, now: clock.now, retrying: retrying) }
+            // 2. The flight of this key, led or joined; either way the caller is its member from
+            //    now on, and the flight runs at least at its priority. A caller that looked in
+            //    memory just before (image(for:)) reaches here without suspending; one that
+            //    looked earlier (ImageDatabase's image(after:), an event loop's miss) did, and a
+            //    new flight's leader looks again.
+            let step = bookkeeping.withLock {
+                $0.begin(flightKey, asker: caller.asker, wantsMemory: caller.wantsMemory, now: clock.now, retrying: retrying)
+            }
             retrying = false  // a failure recorded from now on is this request's own answer
             let result: Image?
             switch step {
             case let .fail(error):
                 throw error
-            case let .join(id):
-                // The flight's work runs at the highest priority among its callers.
-                let attachment = scheduler.attach(caller, to: .flight(id))
-                defer { scheduler.detach(attachment) }
-                result = try await wait(flightKey, flight: id, joining: caller.countsHits)
-            case let .lead(id):
+            case let .join(id, member):
+                changed()  // the flight's priority may have risen
+                result = try await wait(flight: id, member: member, joining: caller.countsHits)
+            case let .lead(id, member):
                 // The flight this caller missed in memory may have ended just before it began
                 // this one: its image is in memory now, and reading the disk again would be work
                 // done twice.
                 if stale == nil, case let .answered(image) = memoryLookup(request, countingHit: caller.countsHits) {
-                    complete(request, flight: id, with: .success(image))
+                    complete(request, flight: id, with: .success(image), keepingInMemory: false)
                     return image
                 }
-                // Attached only once it waits for something: a disk hit costs no bookkeeping.
-                var attachment: Scheduler.Attachment?
-                defer { if let attachment { scheduler.detach(attachment) } }
-                result = try await lead(request, flight: id, stale: stale, caller: caller, attachment: &attachment)
+                result = try await lead(request, flight: id, member: member, stale: stale, caller: caller)
             }
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
@@ -241,16 +257,10 @@ final class ImagePipeline: Sendable {
     }
 
     /// The leader's part: the disk in its own task, then, on a miss, hand the rest to work that
-    /// every waiter shares. Returns `nil` when the flight ended before the leader could wait.
-    /// - Parameter attachment: the leader's attachment to the flight, made when it first waits.
+    /// every member shares. Returns `nil` when the flight ended before the leader could wait.
     private func lead(
-        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, caller: Caller,
-        attachment: inout Scheduler.Attachment?
+        _ request: ImageRequest, flight id: FlightID, member: Machine.MemberID, stale: Image?, caller: Caller
     ) async throws -> Image? {
-        func attached() -> Scheduler.Node {
-            if attachment == nil { attachment = scheduler.attach(caller, to: .flight(id)) }
-            return .flight(id)
-        }
         var stale = stale
         // A stale known-missing entry: answered if the origin cannot be reached.
         var missing: Int?
@@ -260,7 +270,7 @@ final class ImagePipeline: Sendable {
         if stale == nil {
             let found: DiskLookup
             do {
-                found = try await diskLookup(request, queueingFor: attached)
+                found = try await diskLookup(request, flight: id)
             } catch is CancellationError {
                 found = .notRead  // the leader left while it waited; the work reads it, if wanted
             } catch {
@@ -271,7 +281,7 @@ final class ImagePipeline: Sendable {
             case let .answer(entry, refreshing):
                 if caller.countsHits { counters.diskHits.increment() }
                 if refreshing { answeredStale(entry, for: request, refreshing: true) }
-                complete(request, flight: id, with: .success(entry), leaderWantsMemory: caller.wantsMemory)
+                complete(request, flight: id, with: .success(entry))
                 return entry
             case let .revalidate(entry):
                 stale = entry
@@ -297,12 +307,11 @@ final class ImagePipeline: Sendable {
             throw error
         }
         // 4-6. Origin or processing, then store, in work that outlives the leader and runs at
-        //      the priority of everybody waiting, the leader included.
-        _ = attached()
+        //      the priority of every member, the leader included.
         let (revalidating, checked, missingStatus) = (stale, diskChecked, missing)
-        let work = Caller(node: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
-        let started = flights.withLock { flights in
-            flights.handOff(Self.flightKey(request), flight: id, leaderCancelled: Task.isCancelled) {
+        let work = Caller(asker: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
+        let started = bookkeeping.withLock { machine in
+            machine.handOff(id, leader: member, leaderCancelled: Task.isCancelled) {
                 Task {
                     try await self.run(
                         request, flight: id, stale: revalidating, knownMissing: missingStatus, diskChecked: checked, as: work
@@ -311,7 +320,7 @@ final class ImagePipeline: Sendable {
             }
         }
         guard started else { throw CancellationError() }
-        return try await wait(Self.flightKey(request), flight: id, joining: false)
+        return try await wait(flight: id, member: member, joining: false)
     }
 
     /// The flight's work: the origin or the processor, then the disk. Completes the flight.
@@ -322,7 +331,7 @@ final class ImagePipeline: Sendable {
     /// - Parameter diskChecked: false when the leader left before it read the disk: the work
     ///   reads it first.
     private func run(
-        _ request: ImageRequest, flight id: Flights.FlightID, stale: Image?, knownMissing missing: Int?, diskChecked: Bool,
+        _ request: ImageRequest, flight id: FlightID, stale: Image?, knownMissing missing: Int?, diskChecked: Bool,
         as work: Caller
     ) async throws -> Image {
         var stale = stale
@@ -333,7 +342,7 @@ final class ImagePipeline: Sendable {
         var outcome: [LiveCounter] = []
         do {
             if !diskChecked {
-                switch try await diskLookup(request, queueingFor: { .flight(id) }) {
+                switch try await diskLookup(request, flight: id) {
                 case let .answer(entry, refreshing):
                     if work.countsHits { counters.diskHits.increment() }
                     if refreshing { answeredStale(entry, for: request, refreshing: true) }
@@ -357,8 +366,8 @@ final class ImagePipeline: Sendable {
             }
             if image.cacheHeaders?.cacheControl.noStore == true {
                 // 6. Never stored: and an older entry of the key goes too.
-                readyDisk.withLock { $0 }?.remove(forKey: request.cacheKey)
-            } else if let disk = readyDisk.withLock({ $0 }) {
+                readyDisk?.remove(forKey: request.cacheKey)
+            } else if let disk = readyDisk {
                 // 6. Store on disk, on the I/O threads; memory is filled when the flight completes.
                 await store(image, forKey: request.cacheKey, to: disk, flight: id)
             }
@@ -407,12 +416,10 @@ final class ImagePipeline: Sendable {
     /// Stage 4: fetches an original, conditionally when a stale entry has validators.
     /// - Parameter outcome: gets the counter of what the origin said to a conditional request.
     private func origin(
-        _ request: ImageRequest, stale: Image?, flight id: Flights.FlightID, outcome: inout [LiveCounter]
+        _ request: ImageRequest, stale: Image?, flight id: FlightID, outcome: inout [LiveCounter]
     ) async throws -> Image {
         let validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
-        let (response, requestTime, responseTime) = try await scheduler.run(
-            .download, for: .flight(id), host: request.url.originKey
-        ) {
+        let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) {
             counters.originFetches.increment()
             let requestTime = now()
             let response: OriginResponse
@@ -454,7 +461,7 @@ final class ImagePipeline: Sendable {
             if image.cacheHeaders != nil { (image.cacheHeaders!.requestTime, image.cacheHeaders!.responseTime) = (requestTime, responseTime) }
         }
         if let digest = image.originalSHA256 {
-            _ = originals.withLock { $0.insert(digest, forKey: request.cacheKey, cost: 1) }
+            memory.rememberOriginal(digest, forKey: request.cacheKey)
         }
         return image
     }
@@ -462,7 +469,7 @@ final class ImagePipeline: Sendable {
     /// Stage 5: a variant made from its original, or the stale variant kept when the original
     /// still has the bytes it was made from. Either way it takes the original's headers.
     private func variant(
-        _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: Flights.FlightID,
+        _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: FlightID,
         as work: Caller
     ) async throws -> Image {
         // The original's flight runs at this flight's priority, whoever else waits for it.
@@ -473,8 +480,8 @@ final class ImagePipeline: Sendable {
         } else {
             // The original's bytes count as waiting until the variant is made: downloads pause
             // while too many wait.
-            image = try await scheduler.holdingOriginal(bytes: original.data.count) {
-                try await scheduler.run(.processing, for: .flight(id)) {
+            image = try await holdingOriginal(bytes: original.data.count) {
+                try await run(.processing, for: id) {
                     try await onProcessingThreads { try await Self.process(original, with: processor) }
                 }
             }
@@ -484,18 +491,18 @@ final class ImagePipeline: Sendable {
         return image
     }
 
-    /// Ends the flight: keeps a success in memory (unless `no-store`), remembers a failure until
-    /// its expiry, and resumes every waiter.
-    /// - Parameter leaderWantsMemory: the leader answers by itself (a disk hit) and is not
-    ///   attached to the flight: whether it wants the image in memory.
+    /// Ends the flight: keeps a success in memory (unless `no-store`, or nobody waiting wants
+    /// it there), remembers a failure until its expiry, and resumes every waiter.
+    /// - Parameter keepingInMemory: false when the image came from memory.
     private func complete(
-        _ request: ImageRequest, flight id: Flights.FlightID, with result: Result<Image, any Swift.Error>,
-        leaderWantsMemory: Bool = false
+        _ request: ImageRequest, flight id: FlightID, with result: Result<Image, any Swift.Error>,
+        keepingInMemory: Bool = true
     ) {
         var remembered: (ImageLoader.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
-            if image.cacheHeaders?.cacheControl.noStore != true, leaderWantsMemory || scheduler.wantsMemory(.flight(id)) {
+            // Before the flight ends, so a caller who finds no flight finds the image.
+            if keepingInMemory, image.cacheHeaders?.cacheControl.noStore != true, bookkeeping.withLock({ $0.wantsMemory(id) }) {
                 memory.insert(image, forKey: request.cacheKey)
             }
         case .failure(ImageLoader.Error.notCached), .failure(ImageLoader.Error.tooBusy):
@@ -506,22 +513,20 @@ final class ImagePipeline: Sendable {
         case .failure:
             break  // cancellation, or an error of a custom fetcher: not remembered
         }
-        let flightKey = Self.flightKey(request)
-        guard let waiters = flights.withLock({ $0.finish(flightKey, flight: id, remembering: remembered) }) else { return }
+        guard let waiters = bookkeeping.withLock({ $0.finish(id, remembering: remembered) }) else { return }
         if remembered != nil { counters.failures.increment() }
         let answer = result.map { Optional($0) }
         for waiter in waiters { waiter.resume(with: answer) }
     }
 
-    /// Waits for flight `id` of `key` as one of its waiters. Cancelling the calling task returns
-    /// at once with `CancellationError`; the last waiter to cancel cancels the work.
+    /// Waits for flight `id` as its `member`. Cancelling the calling task returns at once with
+    /// `CancellationError`; the last waiter to cancel cancels the work.
     /// - Parameter joining: a caller other than the leader, counted as coalesced once it waits.
     /// - Returns: `nil` when the flight ended before this waiter was added.
-    private func wait(_ key: String, flight id: Flights.FlightID, joining: Bool) async throws -> Image? {
-        let waiterID = flights.withLock { $0.makeID() }
-        return try await withTaskCancellationHandler {
+    private func wait(flight id: FlightID, member: Machine.MemberID, joining: Bool) async throws -> Image? {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Image?, any Swift.Error>) in
-                switch flights.withLock({ $0.addWaiter(continuation, id: waiterID, to: key, flight: id) }) {
+                switch bookkeeping.withLock({ $0.addWaiter(continuation, member: member, flight: id) }) {
                 case .waiting:
                     if joining { counters.coalesced.increment() }
                 case .ended:
@@ -532,7 +537,7 @@ final class ImagePipeline: Sendable {
                 }
             }
         } onCancel: {
-            switch flights.withLock({ $0.cancel(waiterID, of: key, flight: id) }) {
+            switch bookkeeping.withLock({ $0.cancel(member, of: id) }) {
             case .none:
                 break
             case let .resume(waiter):
@@ -541,6 +546,7 @@ final class ImagePipeline: Sendable {
                 waiter.resume(throwing: CancellationError())
                 work?.cancel()
             }
+            changed()  // the flight's priority may have fallen
         }
     }
 
@@ -549,6 +555,6 @@ final class ImagePipeline: Sendable {
     /// Empties memory and forgets remembered failures; running flights go on.
     func clearMemory() {
         memory.removeAll()
-        flights.withLock { $0.forgetFailures() }
+        bookkeeping.withLock { $0.forgetFailures() }
     }
 }

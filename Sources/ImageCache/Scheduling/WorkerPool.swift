@@ -11,27 +11,31 @@ import Synchronization
 ///   processor runs on the worker threads: its synchronous CPU work (a libvips call) blocks a
 ///   worker, never one of Swift's cooperative threads.
 ///
-/// The scheduler admits at most as much work as there are threads, so work never queues here.
-/// Thread-safe.
+/// The pipeline's bookkeeping admits at most as much work as there are threads, so work never
+/// queues here. Thread-safe; once started, reaching the pool costs an atomic load, no lock.
 final class WorkerPool: TaskExecutor, Sendable {
     let name: String
     let threads: Int
-    private let pool = Mutex<NIOThreadPool?>(nil)
+    /// The started pool, retained once stored (released in `deinit`).
+    private let pool = Atomic<Unmanaged<NIOThreadPool>?>(nil)
 
     init(name: String, threads: Int) {
         self.name = name
         self.threads = max(1, threads)
     }
 
-    /// The running pool, started on first use.
+    /// The running pool, started on first use. Two first users at once may both start one; the
+    /// one stored first wins and the other is shut down unused.
     private var started: NIOThreadPool {
-        pool.withLock { pool in
-            if let pool { return pool }
-            let started = NIOThreadPool(numberOfThreads: threads)
-            started.start()
-            pool = started
-            return started
-        }
+        if let pool = pool.load(ordering: .acquiring) { return pool.takeUnretainedValue() }
+        let started = NIOThreadPool(numberOfThreads: threads)
+        started.start()
+        let retained = Unmanaged.passRetained(started)
+        let (stored, winner) = pool.compareExchange(expected: nil, desired: retained, ordering: .acquiringAndReleasing)
+        guard !stored, let winner else { return started }
+        retained.release()
+        started.shutdownGracefully { _ in }
+        return winner.takeUnretainedValue()
     }
 
     /// Runs `body` on a worker thread and returns its result.
@@ -51,6 +55,8 @@ final class WorkerPool: TaskExecutor, Sendable {
     }
 
     deinit {
-        pool.withLock { $0 }?.shutdownGracefully { _ in }
+        guard let pool = pool.load(ordering: .acquiring) else { return }
+        pool.takeUnretainedValue().shutdownGracefully { _ in }
+        pool.release()
     }
 }

@@ -1,0 +1,264 @@
+/// The limited stages: who runs, who waits in which order, and what is refused. Queued work
+/// belongs to a flight and is ordered by that flight's priority when a slot frees (see
+/// ``PipelineStateMachine``).
+extension PipelineStateMachine {
+    typealias SlotWaiter = Handles.SlotWaiter
+    typealias Deadline = Handles.Deadline
+    typealias EntryID = UInt64
+
+    /// The limited stages.
+    enum Stage: Int, CaseIterable, CustomStringConvertible {
+        case diskRead, download, processing, diskWrite
+
+        var description: String {
+            switch self {
+            case .diskRead: "disk read"
+            case .download: "download"
+            case .processing: "processing"
+            case .diskWrite: "disk write"
+            }
+        }
+    }
+
+    /// Work waiting for a slot.
+    struct Entry: Sendable {
+        let id: EntryID
+        /// The flight the work is for: its priority orders the queue.
+        let flight: FlightID
+        /// Arrival order, for first in first out within a priority.
+        let sequence: UInt64
+        let host: String?
+        let waiter: SlotWaiter
+        /// Admitted while the queue was full: it fails if it has not started by its deadline.
+        let overCapacity: Bool
+        /// The priority it had when queued, used once its flight is gone.
+        let queuedPriority: Priority
+        /// The timer that fails it, for work over the capacity.
+        var deadline: Deadline?
+    }
+
+    /// The slots and queues of every stage.
+    struct Stages {
+        struct Limits {
+            var running: [Stage: Int]
+            var downloadsPerHost: Int
+            var waitingOriginalBytes: Int
+            var queueCapacity: Int
+        }
+
+        struct State {
+            var limit: Int
+            var running = 0
+            var queue: [Entry] = []
+            var stats: SchedulingStats.Stage
+        }
+
+        let limits: Limits
+        var states: [State]
+        var downloadsByHost: [String: Int] = [:]
+        var maxDownloadsOnOneHost = 0
+        var waitingOriginalBytes = 0
+        var maxWaitingOriginalBytes = 0
+
+        init(limits: Limits) {
+            self.limits = limits
+            states = Stage.allCases.map { stage in
+                let limit = max(1, limits.running[stage] ?? 1)
+                return State(limit: limit, stats: .init(limit: limit))
+            }
+        }
+
+        subscript(stage: Stage) -> State {
+            get { states[stage.rawValue] }
+            set { states[stage.rawValue] = newValue }
+        }
+
+        /// Whether work for `host` may start in `stage` now.
+        func canStart(_ stage: Stage, host: String?) -> Bool {
+            let state = self[stage]
+            guard state.running < state.limit else { return false }
+            guard stage == .download else { return true }
+            if waitingOriginalBytes >= limits.waitingOriginalBytes { return false }
+            return (downloadsByHost[host ?? ""] ?? 0) < limits.downloadsPerHost
+        }
+
+        mutating func markStarted(_ stage: Stage, host: String?) {
+            self[stage].running += 1
+            self[stage].stats.started += 1
+            self[stage].stats.maxRunning = max(self[stage].stats.maxRunning, self[stage].running)
+            if stage == .download {
+                let count = (downloadsByHost[host ?? ""] ?? 0) + 1
+                downloadsByHost[host ?? ""] = count
+                maxDownloadsOnOneHost = max(maxDownloadsOnOneHost, count)
+            }
+        }
+    }
+
+    // MARK: - Running and queueing
+
+    /// Starts work at once when a slot is free: the path with no queue and no waiter.
+    mutating func tryStart(_ stage: Stage, host: String?) -> Bool {
+        guard stages.canStart(stage, host: host) else { return false }
+        stages.markStarted(stage, host: host)
+        return true
+    }
+
+    enum EnqueueAction {
+        /// A slot was free after all: the work runs now; the waiter was not kept.
+        case start
+        /// The waiter waits for ``release(_:host:)``; `overCapacity` work needs a deadline
+        /// (``setDeadline(_:stage:id:)``).
+        case waiting(overCapacity: Bool)
+        /// The queue is full and this is background work: refuse it.
+        case refused
+    }
+
+    /// Queues work of flight `flight` for `stage`, or starts it when a slot is free.
+    /// - Returns: the action for this waiter, and a queued entry refused to make room for it
+    ///   (background work of lower priority), which the caller must fail.
+    mutating func enqueue(
+        _ stage: Stage, id: EntryID, flight: FlightID, host: String?, waiter: SlotWaiter
+    ) -> (action: EnqueueAction, refused: Entry?) {
+        if tryStart(stage, host: host) { return (.start, nil) }
+        let priority = flights[flight]?.priority ?? .normal
+        var refused: Entry?
+        var overCapacity = false
+        if stages[stage].queue.count >= stages.limits.queueCapacity {
+            // Full: the lowest-priority background entry (the latest among equals) makes room
+            // for anything above it; otherwise background work is refused and other work waits
+            // past the capacity, with a deadline.
+            let queue = stages[stage].queue
+            let victim = queue.indices
+                .filter { self.priority(of: queue[$0]) < priority && self.priority(of: queue[$0]).isBackground }
+                .min { a, b in
+                    let (pa, pb) = (self.priority(of: queue[a]), self.priority(of: queue[b]))
+                    return pa != pb ? pa < pb : queue[a].sequence > queue[b].sequence
+                }
+            if let victim {
+                refused = stages[stage].queue.remove(at: victim)
+                stages[stage].stats.refused += 1
+            } else if priority.isBackground {
+                stages[stage].stats.refused += 1
+                return (.refused, nil)
+            } else {
+                overCapacity = true
+            }
+        }
+        stages[stage].queue.append(Entry(
+            id: id, flight: flight, sequence: makeID(), host: host, waiter: waiter, overCapacity: overCapacity,
+            queuedPriority: priority
+        ))
+        stages[stage].stats.waited += 1
+        stages[stage].stats.maxQueued = max(stages[stage].stats.maxQueued, stages[stage].queue.count)
+        return (.waiting(overCapacity: overCapacity), refused)
+    }
+
+    /// Keeps `deadline` on queued entry `id`.
+    /// - Returns: false when the entry already started or left: the caller cancels the deadline.
+    mutating func setDeadline(_ deadline: Deadline, stage: Stage, id: EntryID) -> Bool {
+        guard let index = stages[stage].queue.firstIndex(where: { $0.id == id }) else { return false }
+        stages[stage].queue[index].deadline = deadline
+        return true
+    }
+
+    func priority(of entry: Entry) -> Priority {
+        flights[entry.flight]?.priority ?? entry.queuedPriority
+    }
+
+    /// Work in `stage` finished: frees its slot and starts what may run now.
+    /// - Returns: the entries started, each now holding a slot: resume their waiters and cancel
+    ///   their deadlines.
+    mutating func release(_ stage: Stage, host: String?) -> [Entry] {
+        stages[stage].running -= 1
+        if stage == .download {
+            let count = (stages.downloadsByHost[host ?? ""] ?? 1) - 1
+            stages.downloadsByHost[host ?? ""] = count > 0 ? count : nil
+        }
+        return startRunnable(stage)
+    }
+
+    /// Starts the best runnable queued work of `stage` while slots are free.
+    private mutating func startRunnable(_ stage: Stage) -> [Entry] {
+        var started: [Entry] = []
+        while let index = bestRunnable(stage) {
+            let entry = stages[stage].queue.remove(at: index)
+            stages.markStarted(stage, host: entry.host)
+            started.append(entry)
+        }
+        return started
+    }
+
+    /// The queued entry to start next: the highest priority, the earliest within it, among
+    /// those whose slot is free.
+    func bestRunnable(_ stage: Stage) -> Int? {
+        let queue = stages[stage].queue
+        var best: Int?
+        for index in queue.indices where stages.canStart(stage, host: queue[index].host) {
+            guard let current = best else {
+                best = index
+                continue
+            }
+            let (p, q) = (priority(of: queue[index]), priority(of: queue[current]))
+            if p > q || (p == q && queue[index].sequence < queue[current].sequence) { best = index }
+        }
+        return best
+    }
+
+    /// Removes a queued entry whose waiter was cancelled.
+    /// - Returns: the entry, or `nil` when it already started or left.
+    mutating func leave(_ stage: Stage, id: EntryID) -> Entry? {
+        guard let index = stages[stage].queue.firstIndex(where: { $0.id == id }) else { return nil }
+        return stages[stage].queue.remove(at: index)
+    }
+
+    /// Removes a queued entry whose deadline passed.
+    /// - Returns: its waiter, or `nil` when it already started or left.
+    mutating func expire(_ stage: Stage, id: EntryID) -> SlotWaiter? {
+        guard let entry = leave(stage, id: id) else { return nil }
+        stages[stage].stats.timedOut += 1
+        return entry.waiter
+    }
+
+    // MARK: - Originals waiting for processing
+
+    /// An original of `bytes` arrived and waits for its variant to be processed.
+    mutating func holdOriginal(bytes: Int) {
+        stages.waitingOriginalBytes += bytes
+        stages.maxWaitingOriginalBytes = max(stages.maxWaitingOriginalBytes, stages.waitingOriginalBytes)
+    }
+
+    /// The variant of an original of `bytes` was processed (or failed): downloads may resume.
+    /// - Returns: the download entries started.
+    mutating func releaseOriginal(bytes: Int) -> [Entry] {
+        stages.waitingOriginalBytes -= bytes
+        return startRunnable(.download)
+    }
+
+    // MARK: - Reading
+
+    /// The counts of every stage.
+    var stats: SchedulingStats {
+        func stage(_ stage: Stage) -> SchedulingStats.Stage {
+            var stats = stages[stage].stats
+            stats.running = stages[stage].running
+            stats.queued = stages[stage].queue.count
+            return stats
+        }
+        return SchedulingStats(
+            downloads: stage(.download), processing: stage(.processing), diskReads: stage(.diskRead),
+            diskWrites: stage(.diskWrite), maxDownloadsOnOneHost: stages.maxDownloadsOnOneHost,
+            waitingOriginalBytes: stages.waitingOriginalBytes, maxWaitingOriginalBytes: stages.maxWaitingOriginalBytes
+        )
+    }
+
+    /// The flights of the entries queued in `stage`, in the order they would start if every
+    /// slot freed now (tests).
+    func startOrder(_ stage: Stage) -> [FlightID] {
+        stages[stage].queue
+            .sorted { a, b in
+                let (pa, pb) = (priority(of: a), priority(of: b))
+                return pa != pb ? pa > pb : a.sequence < b.sequence
+            }
+            .map(\.flight)
+    }
+}
