@@ -22,7 +22,7 @@ public enum CachePolicy: Sendable, Hashable {
     /// `immutable` (RFC 8246).
     case reloadRevalidatingCacheData
     /// Answers from the cache, however stale, and never loads: offline. A miss is
-    /// ``ImageLoader/Error/notCached(url:)``.
+    /// ``ImagePipeline/Error/notCached(url:)``.
     case returnCacheDataDontLoad
 
     /// The policy of a `URLRequest`'s `cachePolicy`.

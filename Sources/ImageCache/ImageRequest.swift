@@ -59,7 +59,7 @@ public struct ImageRequest: Sendable {
 
     /// Creates a request for the original bytes of a `URLRequest`: its URL, headers and cache
     /// policy.
-    public init(_ urlRequest: URLRequest) throws(ImageLoader.Error) {
+    public init(_ urlRequest: URLRequest) throws(ImagePipeline.Error) {
         guard let url = urlRequest.url else { throw .invalidURL("a URLRequest without a URL") }
         self.init(url: url, headers: urlRequest.allHTTPHeaderFields ?? [:], cachePolicy: CachePolicy(urlRequest.cachePolicy))
     }

@@ -32,6 +32,36 @@ import TestSupport
         }
     }
 
+    /// The engine used directly, as a library user without the book's names would: a pipeline
+    /// with a disk, a variant and its original each fetched and stored once, and a book's face
+    /// over the same pipeline answering from its memory.
+    @Test func theEngineLoadsStoresAndIsSharedByItsFaces() async throws {
+        let origin = TestOrigin()
+        origin.set("p", .image(payload(7)))
+        let directory = TemporaryDirectory()
+        try await origin.run { (base) async throws in
+            let url = base.appendingPathComponent("images/p")
+            let thumbnail = ByteReversingProcessor(identifier: "thumbnail-200")
+            let pipeline = ImagePipeline(disk: DiskStorage(directory: directory.url))
+            guard case .success = await pipeline.setUp() else {
+                Issue.record("the disk did not set up")
+                return
+            }
+            let variant = try await pipeline.image(for: ImageRequest(url: url, processor: thumbnail))
+            let task = pipeline.imageTask(with: ImageRequest(url: url, priority: .high))
+            #expect(try await task.image.data == payload(7))
+            #expect(variant.data == payload(7).reversed())
+            #expect(origin.requests("p") == 1 && thumbnail.callCount == 1)
+            #expect(pipeline.stats().diskEntries == 2, "the original and its variant are stored")
+            #expect(pipeline.stats().memoryHits == 1, "the task's original was in memory")
+
+            let loader = ImageLoader(pipeline: pipeline)
+            #expect(try await loader.fetch(url).data == payload(7))
+            #expect(pipeline.stats().memoryHits == 2 && origin.requests("p") == 1)
+            #expect(loader.configuration.limits == pipeline.configuration.limits)
+        }
+    }
+
     @Test func addAndClear() async throws {
         let loader = ImageLoader()
         let image = Image(data: payload(1, size: 10), contentType: "image/png")

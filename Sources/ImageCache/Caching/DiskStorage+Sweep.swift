@@ -28,10 +28,10 @@ extension DiskStorage {
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
-    /// - Throws: ``ImageLoader/Error/diskFailure(path:reason:)`` when the directory cannot be
+    /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)`` when the directory cannot be
     ///   created or listed.
     @discardableResult
-    public func setUp() throws(ImageLoader.Error) -> SetUpReport {
+    public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
         let names: [(name: String, size: Int, modified: Int64, mode: mode_t)]
         var tightened = 0
         do {

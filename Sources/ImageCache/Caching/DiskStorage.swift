@@ -13,7 +13,7 @@ import Glibc
 ///   the new entry, or a temporary file that ``setUp()`` deletes.
 /// - Every read checks the whole entry against its XXH3 checksum and every length in it against
 ///   the file (see the format in `DiskEntry`); a bad entry is deleted and reported as
-///   ``ImageLoader/Error/corruptEntry(file:reason:)``, never returned and never a crash. An entry
+///   ``ImagePipeline/Error/corruptEntry(file:reason:)``, never returned and never a crash. An entry
 ///   of the older format 1 is deleted and answered as a miss.
 /// - The total size stays under ``sizeLimit`` while running: each write evicts least recently
 ///   used entries (never the one just written), so the limit is exceeded by at most one entry.
@@ -90,15 +90,15 @@ public final class DiskStorage: Sendable {
     }
 
     /// Writes `image` under `key`, atomically, then evicts to stay under the size limit.
-    /// - Throws: ``ImageLoader/Error/diskFailure(path:reason:)``; nothing is half-written.
-    public func write(_ image: Image, forKey key: String) throws(ImageLoader.Error) {
+    /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)``; nothing is half-written.
+    public func write(_ image: Image, forKey key: String) throws(ImagePipeline.Error) {
         try write(DiskEntry.encode(image, key: key), forKey: key)
     }
 
     /// Remembers that the origin answered `status` (404 or 410) for `key`, with `cacheHeaders`
     /// (whose lifetime says for how long), replacing any entry of the key.
-    /// - Throws: ``ImageLoader/Error/diskFailure(path:reason:)``; nothing is half-written.
-    public func writeMissing(status: Int, cacheHeaders: CacheHeaders?, forKey key: String) throws(ImageLoader.Error) {
+    /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)``; nothing is half-written.
+    public func writeMissing(status: Int, cacheHeaders: CacheHeaders?, forKey key: String) throws(ImagePipeline.Error) {
         guard DiskEntry.missingStatuses.contains(status) else {
             throw .diskFailure(path: directory.path, reason: "a known-missing entry is for 404 or 410, not \(status)")
         }
@@ -106,7 +106,7 @@ public final class DiskStorage: Sendable {
     }
 
     /// Writes an entry's bytes: a private temporary file (0600), renamed into place.
-    private func write(_ bytes: [UInt8], forKey key: String) throws(ImageLoader.Error) {
+    private func write(_ bytes: [UInt8], forKey key: String) throws(ImagePipeline.Error) {
         let name = fileName(forKey: key)
         guard bytes.count <= entrySizeLimit else {
             throw .diskFailure(path: directory.path, reason: "an entry of \(bytes.count) bytes is over the \(entrySizeLimit)-byte entry limit; it was not stored")
@@ -132,19 +132,19 @@ public final class DiskStorage: Sendable {
 
     /// Reads and checks `key`'s image; `nil` when there is none, or when the entry remembers that
     /// the origin does not have it (see ``readEntry(forKey:)``).
-    /// - Throws: ``ImageLoader/Error/corruptEntry(file:reason:)`` after deleting a bad entry;
-    ///   ``ImageLoader/Error/diskFailure(path:reason:)`` when the file cannot be read.
-    public func read(forKey key: String) throws(ImageLoader.Error) -> Image? {
+    /// - Throws: ``ImagePipeline/Error/corruptEntry(file:reason:)`` after deleting a bad entry;
+    ///   ``ImagePipeline/Error/diskFailure(path:reason:)`` when the file cannot be read.
+    public func read(forKey key: String) throws(ImagePipeline.Error) -> Image? {
         guard case let .image(image) = try readEntry(forKey: key) else { return nil }
         return image
     }
 
     /// Reads and checks `key`'s entry, an image or a known-missing one; `nil` when there is none.
-    /// - Throws: ``ImageLoader/Error/corruptEntry(file:reason:)`` after deleting a bad entry (a
+    /// - Throws: ``ImagePipeline/Error/corruptEntry(file:reason:)`` after deleting a bad entry (a
     ///   symbolic link, a FIFO or another non-regular file, one over ``entrySizeLimit``, or bytes
-    ///   that fail their checks); ``ImageLoader/Error/diskFailure(path:reason:)`` when the file
+    ///   that fail their checks); ``ImagePipeline/Error/diskFailure(path:reason:)`` when the file
     ///   cannot be read.
-    public func readEntry(forKey key: String) throws(ImageLoader.Error) -> Entry? {
+    public func readEntry(forKey key: String) throws(ImagePipeline.Error) -> Entry? {
         let name = fileName(forKey: key)
         let bytes: [UInt8]
         do {
@@ -154,11 +154,11 @@ public final class DiskStorage: Sendable {
                 return nil
             case let .refused(reason):
                 remove(fileNamed: name)
-                throw ImageLoader.Error.corruptEntry(file: name, reason: reason)
+                throw ImagePipeline.Error.corruptEntry(file: name, reason: reason)
             case let .bytes(contents):
                 bytes = contents
             }
-        } catch let error as ImageLoader.Error {
+        } catch let error as ImagePipeline.Error {
             throw error
         } catch {
             throw .diskFailure(path: path(name).string, reason: "reading an entry: \(error)")

@@ -7,7 +7,7 @@ import Synchronization
 /// persistent, crash-safe disk cache, then the network, with live hit counters.
 ///
 /// Isolation: a global actor because the book's is one (code may still mark itself
-/// `@ImageDatabase`); its isolation guards nothing. It is a face over an `ImagePipeline`, which
+/// `@ImageDatabase`); its isolation guards nothing. It is a face over an ``ImagePipeline``, which
 /// owns every stage (memory, the flight of each key, disk, origin, processing, store) behind
 /// mutexes, and every member is `nonisolated`: no call, `stats()` included, hops onto this
 /// actor. A memory hit is a mutex lookup, a disk hit is read by the calling task, and N
@@ -40,14 +40,14 @@ public actor ImageDatabase {
         /// Flush each entry to the device before renaming it into place. Default true.
         public var synchronizesWrites: Bool
         /// The memory tier's and the loader's configuration.
-        public var loader: ImageLoader.Configuration
+        public var loader: ImagePipeline.Configuration
 
         /// Creates a configuration; the directory defaults to ``defaultDirectory``.
         public init(
             directory: URL = Configuration.defaultDirectory,
             diskSizeLimit: Int = 512 * 1024 * 1024,
             synchronizesWrites: Bool = true,
-            loader: ImageLoader.Configuration = .init()
+            loader: ImagePipeline.Configuration = .init()
         ) {
             self.directory = directory
             self.diskSizeLimit = diskSizeLimit
@@ -68,8 +68,8 @@ public actor ImageDatabase {
 
     /// The configuration this database was made with.
     public nonisolated let configuration: Configuration
-    /// The pipeline this database is a face of; ``imageLoader`` fronts the same one.
-    nonisolated let pipeline: ImagePipeline
+    /// The engine this database is a face of; ``imageLoader`` fronts the same one.
+    public nonisolated let pipeline: ImagePipeline
     /// The memory tier and single flight: the book's loader, over this database's pipeline.
     public nonisolated let imageLoader: ImageLoader
     /// The disk tier.
@@ -96,8 +96,7 @@ public actor ImageDatabase {
             synchronizesWrites: configuration.synchronizesWrites, logger: logger
         )
         pipeline = ImagePipeline(
-            configuration: configuration.loader, disk: storage, fetcher: fetcher, clock: AnyClock(clock), now: now,
-            logger: logger
+            configuration: configuration.loader, disk: storage, fetcher: fetcher, clock: clock, now: now, logger: logger
         )
         imageLoader = ImageLoader(pipeline: pipeline)
     }
@@ -109,7 +108,7 @@ public actor ImageDatabase {
     /// Never throws: a disk that cannot be used is logged, counted and reported here, and the
     /// database runs on memory and network.
     @discardableResult
-    public nonisolated func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
+    public nonisolated func setUp() async -> Result<DiskStorage.SetUpReport, ImagePipeline.Error> {
         await pipeline.setUp()
     }
 
@@ -128,11 +127,13 @@ public actor ImageDatabase {
     /// A variant (a request with a processor) is made from the original, which goes through
     /// the same path, so it is fetched once for all variants and cached on disk too.
     public nonisolated func image(_ request: ImageRequest) async throws -> Image {
-        // Stage 1 before any suspension: a memory hit is a synchronous lookup.
-        switch pipeline.memoryLookup(request) {
-        case let .answered(image): return image
-        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
-        }
+        try await pipeline.image(for: request)
+    }
+
+    /// Starts loading `request` (memory, disk, network) and returns its handle, to change its
+    /// priority or cancel it.
+    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
+        pipeline.imageTask(with: request)
     }
 
     /// The image for `request` if memory can answer it now, fresh enough by its ``CachePolicy``:
@@ -219,4 +220,40 @@ public actor ImageDatabase {
     public nonisolated func clearMemory() async {
         pipeline.clearMemory()
     }
+
+    // MARK: - Counters
+
+    /// A snapshot of what the database has done and holds (``ImagePipeline/Stats``).
+    public typealias Stats = ImagePipeline.Stats
+
+    /// The current counts and sizes.
+    public nonisolated func stats() -> Stats {
+        pipeline.stats()
+    }
+
+    /// The scheduling counts now, then after each change (work started, queued, finished,
+    /// refused; a priority changed): to watch queues fill and drain without polling. Under load
+    /// a slow listener sees only the newest counts.
+    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
+        pipeline.onSchedulingChange
+    }
+
+    /// The number of disk hits so far, then each new count: the book's `onDiskAccess`.
+    /// Every call returns a new stream; any number may be followed at once.
+    public nonisolated var onDiskAccess: AsyncStream<Int> { pipeline.counters.diskHits.stream() }
+
+    /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
+    public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
+
+    /// The number of conditional requests answered 304 so far, then each new count.
+    public nonisolated var onRevalidation: AsyncStream<Int> { pipeline.counters.revalidations.stream() }
+
+    /// The number of conditional requests answered with new bytes so far, then each new count.
+    public nonisolated var onRefresh: AsyncStream<Int> { pipeline.counters.refreshed.stream() }
+
+    /// The number of stale answers so far, then each new count.
+    public nonisolated var onStaleAnswer: AsyncStream<Int> { pipeline.counters.staleAnswers.stream() }
+
+    /// The number of requests sent to the origin so far, then each new count.
+    public nonisolated var onOriginFetch: AsyncStream<Int> { pipeline.counters.originFetches.stream() }
 }

@@ -16,11 +16,11 @@ import Synchronization
 ///
 /// An origin that cannot be connected to (refused, or no connection within the connect timeout)
 /// is not asked again for ``unreachableBackoff``: requests to it fail at once with
-/// ``ImageLoader/Error/connectionFailed(url:reason:)``, so a cache with stale entries answers
+/// ``ImagePipeline/Error/connectionFailed(url:reason:)``, so a cache with stale entries answers
 /// them at once instead of each waiting out the client's connect retries.
 ///
 /// The fetcher does not limit how many requests run at once: a pipeline's
-/// ``ImageLoader/Limits/downloads`` and ``ImageLoader/Limits/downloadsPerHost`` (8 and 6, within
+/// ``ImagePipeline/Limits/downloads`` and ``ImagePipeline/Limits/downloadsPerHost`` (8 and 6, within
 /// the client's 8 connections per host) are the one place downloads are limited, and its queues
 /// wait as long as a burst takes. Used alone, keep a burst within the client's connections:
 /// AsyncHTTPClient bounds a request's wait for a pooled connection by the connect timeout (2 s).
@@ -55,12 +55,12 @@ public struct HTTPImageFetcher: ImageFetching {
     }
 
     /// Fetches `request.url`.
-    /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`.
+    /// - Throws: ``ImagePipeline/Error`` for HTTP, network and size failures; `CancellationError`.
     public func fetch(_ request: ImageRequest) async throws -> Image {
         switch try await fetch(request, revalidating: nil) {
         case let .fetched(image): return image
-        case .notModified: throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
-        case let .missing(status, _): throw ImageLoader.Error.httpStatus(status, url: request.url.absoluteString)
+        case .notModified: throw ImagePipeline.Error.httpStatus(304, url: request.url.absoluteString)
+        case let .missing(status, _): throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
         }
     }
 
@@ -72,7 +72,7 @@ public struct HTTPImageFetcher: ImageFetching {
     private func send(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
         let url = request.url.absoluteString
         guard let scheme = request.url.scheme, scheme == "http" || scheme == "https" else {
-            throw ImageLoader.Error.invalidURL(url)
+            throw ImagePipeline.Error.invalidURL(url)
         }
         var httpRequest = HTTPClientRequest(url: url)
         for (name, value) in request.headers { httpRequest.headers.add(name: name, value: value) }
@@ -88,7 +88,7 @@ public struct HTTPImageFetcher: ImageFetching {
         }
         let origin = request.url.originKey
         if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
-            throw ImageLoader.Error.connectionFailed(
+            throw ImagePipeline.Error.connectionFailed(
                 url: url, reason: "\(origin) could not be reached \(since.formatted(.units(allowed: [.seconds, .milliseconds]))) ago; not asking again yet"
             )
         }
@@ -116,16 +116,16 @@ public struct HTTPImageFetcher: ImageFetching {
                 }
             }
             guard (200..<300).contains(response.status.code) else {
-                throw ImageLoader.Error.httpStatus(Int(response.status.code), url: url)
+                throw ImagePipeline.Error.httpStatus(Int(response.status.code), url: url)
             }
             if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > maxBodySize {
-                throw ImageLoader.Error.bodyTooLarge(limit: maxBodySize, url: url)
+                throw ImagePipeline.Error.bodyTooLarge(limit: maxBodySize, url: url)
             }
             let body = try await response.body.collect(upTo: maxBodySize)
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
             let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
             return .fetched(Image(data: Array(buffer: body), contentType: contentType, cacheHeaders: headers))
-        } catch let error as ImageLoader.Error {
+        } catch let error as ImagePipeline.Error {
             throw error
         } catch is CancellationError {
             throw CancellationError()
@@ -147,23 +147,23 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Turns AsyncHTTPClient's and NIO's errors into the module's.
     static func map(_ error: any Swift.Error, url: String, seconds: Double, limit: Int) -> any Swift.Error {
         if error is NIOTooManyBytesError {
-            return ImageLoader.Error.bodyTooLarge(limit: limit, url: url)
+            return ImagePipeline.Error.bodyTooLarge(limit: limit, url: url)
         }
         if let clientError = error as? HTTPClientError {
             switch clientError {
             case .connectTimeout:
-                return ImageLoader.Error.connectionFailed(url: url, reason: "no connection could be made within the connect timeout")
+                return ImagePipeline.Error.connectionFailed(url: url, reason: "no connection could be made within the connect timeout")
             case .deadlineExceeded, .readTimeout, .writeTimeout:
-                return ImageLoader.Error.timeout(url: url, seconds: seconds)
+                return ImagePipeline.Error.timeout(url: url, seconds: seconds)
             case .cancelled:
                 return CancellationError()
             case .remoteConnectionClosed:
-                return ImageLoader.Error.connectionFailed(url: url, reason: "the connection closed before the body was complete")
+                return ImagePipeline.Error.connectionFailed(url: url, reason: "the connection closed before the body was complete")
             default:
-                return ImageLoader.Error.connectionFailed(url: url, reason: "\(clientError)")
+                return ImagePipeline.Error.connectionFailed(url: url, reason: "\(clientError)")
             }
         }
-        return ImageLoader.Error.connectionFailed(url: url, reason: "\(error)")
+        return ImagePipeline.Error.connectionFailed(url: url, reason: "\(error)")
     }
 }
 

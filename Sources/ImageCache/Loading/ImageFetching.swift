@@ -7,7 +7,7 @@ public import HTTPCaching
 /// stop promptly when the calling task is cancelled.
 public protocol ImageFetching: Sendable {
     /// Fetches `request.url` and returns its bytes as they are (no processing).
-    /// - Throws: ``ImageLoader/Error`` for HTTP, network and size failures; `CancellationError`
+    /// - Throws: ``ImagePipeline/Error`` for HTTP, network and size failures; `CancellationError`
     ///   when cancelled.
     func fetch(_ request: ImageRequest) async throws -> Image
 
@@ -27,7 +27,7 @@ public enum OriginResponse: Sendable {
     /// `404 Not Found` or `410 Gone` with a lifetime (`max-age` or `Expires`): the origin does not
     /// have the resource and says for how long that answer holds, so the cache remembers it
     /// (RFC 9111 allows storing a 404). Without a lifetime a fetcher throws
-    /// ``ImageLoader/Error/httpStatus(_:url:)`` instead.
+    /// ``ImagePipeline/Error/httpStatus(_:url:)`` instead.
     case missing(status: Int, CacheHeaders)
 }
 

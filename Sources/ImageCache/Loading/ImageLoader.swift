@@ -36,46 +36,15 @@ public actor ImageLoader {
         case failed(Error, until: AnyClock<Duration>.Instant)
     }
 
-    /// Limits and expiries.
-    public struct Configuration: Sendable {
-        /// Base URL that ``image(_:)`` resolves server paths against, as in the book.
-        public var baseURL: URL?
-        /// The variant ``image(_:)``, ``fetch(_:)-(URL)`` and ``fetch(_:)-(URLRequest)`` produce;
-        /// `nil` returns the original bytes. The book's loader made 200x200 thumbnails.
-        public var processor: (any ImageProcessing)?
-        /// Largest total size of images kept in memory, in bytes. Default 64 MB.
-        public var memoryCostLimit: Int
-        /// Largest number of images kept in memory. Default 1000.
-        public var memoryCountLimit: Int
-        /// How long 404, 410, checksum and processing failures are remembered. Default 5 minutes.
-        public var permanentFailureExpiry: Duration
-        /// How long 5xx, timeouts and broken connections are remembered. Default 5 seconds.
-        public var transientFailureExpiry: Duration
-        /// How much of each stage's work runs at once, and how long work may queue.
-        public var limits: Limits
+    /// The engine's configuration, by the book's name (``ImagePipeline/Configuration``).
+    public typealias Configuration = ImagePipeline.Configuration
+    /// The engine's limits, by the book's name (``ImagePipeline/Limits``).
+    public typealias Limits = ImagePipeline.Limits
+    /// The module's error, by the book's name (``ImagePipeline/Error``).
+    public typealias Error = ImagePipeline.Error
 
-        /// Creates a configuration.
-        public init(
-            baseURL: URL? = nil,
-            processor: (any ImageProcessing)? = nil,
-            memoryCostLimit: Int = 64 * 1024 * 1024,
-            memoryCountLimit: Int = 1000,
-            permanentFailureExpiry: Duration = .seconds(300),
-            transientFailureExpiry: Duration = .seconds(5),
-            limits: Limits = .init()
-        ) {
-            self.baseURL = baseURL
-            self.processor = processor
-            self.memoryCostLimit = memoryCostLimit
-            self.memoryCountLimit = memoryCountLimit
-            self.permanentFailureExpiry = permanentFailureExpiry
-            self.transientFailureExpiry = transientFailureExpiry
-            self.limits = limits
-        }
-    }
-
-    /// The pipeline this loader is a face of.
-    nonisolated let pipeline: ImagePipeline
+    /// The engine this loader is a face of.
+    public nonisolated let pipeline: ImagePipeline
 
     /// The configuration this loader was made with.
     public nonisolated var configuration: Configuration { pipeline.configuration }
@@ -97,19 +66,18 @@ public actor ImageLoader {
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         pipeline = ImagePipeline(
-            configuration: configuration, disk: nil, fetcher: fetcher, clock: AnyClock(clock), now: now,
-            logger: Logger(label: "ImageCache.ImageLoader")
+            configuration: configuration, fetcher: fetcher, clock: clock, now: now, logger: Logger(label: "ImageCache.ImageLoader")
         )
     }
 
-    /// A face over an existing pipeline (the database's).
-    init(pipeline: ImagePipeline) {
+    /// A face over an existing pipeline: a database's, or one made by hand.
+    public init(pipeline: ImagePipeline) {
         self.pipeline = pipeline
     }
 
     // MARK: - The book's and the article's entry points
 
-    /// Loads the image at `serverPath`, relative to ``Configuration/baseURL``, as the
+    /// Loads the image at `serverPath`, relative to ``ImagePipeline/Configuration/baseURL``, as the
     /// configured variant.
     public nonisolated func image(_ serverPath: String) async throws -> Image {
         try await image(for: ImageRequest(url: resolve(serverPath), processor: configuration.processor))
@@ -131,17 +99,18 @@ public actor ImageLoader {
     /// Loads `request` from memory, a running download, or the origin; a variant is made from
     /// the original, which is fetched once however many variants ask for it.
     public nonisolated func image(for request: ImageRequest) async throws -> Image {
-        // Stage 1 before any suspension: a memory hit is a synchronous lookup.
-        switch pipeline.memoryLookup(request) {
-        case let .answered(image): return image
-        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
-        }
+        try await pipeline.image(for: request)
+    }
+
+    /// Starts loading `request` and returns its handle, to change its priority or cancel it.
+    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
+        pipeline.imageTask(with: request)
     }
 
     /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a
     /// failure remembered for it.
     public nonisolated func add(_ image: Image, forKey key: String) {
-        pipeline.bookkeeping.withLock { $0.forgetFailure(key) }
+        pipeline.forgetFailure(forKey: key)
         memory.insert(image, forKey: key)
     }
 
@@ -152,7 +121,7 @@ public actor ImageLoader {
 
     /// Forgets the failure remembered for `key`, so the next request tries again.
     public nonisolated func forgetFailure(forKey key: String) {
-        pipeline.bookkeeping.withLock { $0.forgetFailure(key) }
+        pipeline.forgetFailure(forKey: key)
     }
 
     /// The state of `key`: in progress, completed (in memory) or failed (not yet expired).
@@ -202,18 +171,8 @@ public actor ImageLoader {
     public nonisolated var schedulingStats: SchedulingStats { pipeline.schedulingStats }
 
     /// The scheduling counts now, then after each change; see
-    /// ``ImageDatabase/onSchedulingChange``.
-    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
-        let pipeline = pipeline
-        let changes = pipeline.changeStream()
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let task = Task {
-                for await _ in changes { continuation.yield(pipeline.schedulingStats) }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
+    /// ``ImagePipeline/onSchedulingChange``.
+    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> { pipeline.onSchedulingChange }
 
     /// Resolves a server path against the base URL; an absolute URL stays as it is.
     nonisolated func resolve(_ serverPath: String) throws(Error) -> URL {

@@ -69,18 +69,3 @@ public final class ImageTask: Sendable, Hashable {
     public static func == (lhs: ImageTask, rhs: ImageTask) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
-
-extension ImageLoader {
-    /// Starts loading `request` and returns its handle, to change its priority or cancel it.
-    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
-        ImageTask(request: request, pipeline: pipeline, countsHits: true, wantsMemory: true)
-    }
-}
-
-extension ImageDatabase {
-    /// Starts loading `request` (memory, disk, network) and returns its handle, to change its
-    /// priority or cancel it.
-    public nonisolated func imageTask(with request: ImageRequest) -> ImageTask {
-        ImageTask(request: request, pipeline: pipeline, countsHits: true, wantsMemory: true)
-    }
-}

@@ -5,8 +5,13 @@ import Synchronization
 
 /// The disk tier: set-up once, reads within their limit, writes on the I/O threads.
 extension ImagePipeline {
-    /// Sets the disk up once: every caller, first or not, awaits the same set-up.
-    func setUp() async -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
+    /// Prepares the disk tier: creates the directory, deletes leftovers of killed writers and
+    /// indexes the entries. Runs once: concurrent and later calls await the same set-up, and the
+    /// first lookup that needs the disk starts it when nobody called it before.
+    ///
+    /// Never throws: a disk that cannot be used is logged, counted and reported here, and the
+    /// pipeline runs on memory and network.
+    public func setUp() async -> Result<DiskStorage.SetUpReport, Error> {
         guard let disk else {
             return .failure(.diskFailure(path: "(none)", reason: "this loader has no disk tier: use ImageDatabase"))
         }
@@ -19,8 +24,8 @@ extension ImagePipeline {
         return await task.value
     }
 
-    func runSetUp(_ disk: DiskStorage) -> Result<DiskStorage.SetUpReport, ImageLoader.Error> {
-        let result = Result { () throws(ImageLoader.Error) in try disk.setUp() }
+    func runSetUp(_ disk: DiskStorage) -> Result<DiskStorage.SetUpReport, ImagePipeline.Error> {
+        let result = Result { () throws(ImagePipeline.Error) in try disk.setUp() }
         switch result {
         case let .success(report):
             diskIsReady.store(true, ordering: .releasing)

@@ -62,7 +62,7 @@ extension ImagePipeline {
 
     /// Whether `stale` may answer because revalidating it failed with `error`: only for
     /// failures of the origin (5xx, unreachable), as its headers allow.
-    func allowsStaleAnswer(_ stale: Image, after error: ImageLoader.Error) -> Bool {
+    func allowsStaleAnswer(_ stale: Image, after error: ImagePipeline.Error) -> Bool {
         switch error {
         case let .httpStatus(status, _) where status >= 500: break
         case .timeout, .connectionFailed: break

@@ -26,7 +26,7 @@ extension ImagePipeline {
 
     /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
     /// records their digest as ``Image/originalSHA256``.
-    static func verified(_ image: Image, request: ImageRequest) throws(ImageLoader.Error) -> Image {
+    static func verified(_ image: Image, request: ImageRequest) throws(ImagePipeline.Error) -> Image {
         let actual = SHA256Hex.digest(image.data)
         if let expected = request.expectedSHA256, actual != expected {
             throw .checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
@@ -43,7 +43,7 @@ extension ImagePipeline {
         } catch is CancellationError {
             throw CancellationError()
         } catch {
-            throw ImageLoader.Error.processingFailed(processor: processor.identifier, reason: "\(error)")
+            throw ImagePipeline.Error.processingFailed(processor: processor.identifier, reason: "\(error)")
         }
     }
 }

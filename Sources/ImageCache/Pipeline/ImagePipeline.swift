@@ -1,12 +1,18 @@
 import Clocks
-import Foundation
+public import Foundation
 import HTTPCaching
-import Logging
+public import Logging
 import Synchronization
 
-/// The one owner of every stage an image goes through. ``ImageLoader`` (the book's actor: memory
-/// and single flight) and ``ImageDatabase`` (the book's global actor: plus the disk) are faces
-/// over one pipeline each; neither calls the other.
+/// The engine: the one owner of every stage an image goes through, in Nuke's shape. Use it
+/// directly, or through the book's faces: ``ImageLoader`` (the book's actor) and
+/// ``ImageDatabase`` (the book's global actor, with a disk) are faces over one pipeline each,
+/// keep the book's and the article's names, and neither calls the other.
+///
+/// ```swift
+/// let pipeline = ImagePipeline(disk: DiskStorage(directory: cacheDirectory))
+/// let image = try await pipeline.image(for: ImageRequest(url: url))
+/// ```
 ///
 /// The path of one request, top to bottom in this file:
 ///
@@ -32,7 +38,7 @@ import Synchronization
 ///
 /// Freshness (`lookup(_:for:)`): an entry found in memory or on disk is answered, answered with
 /// a refresh in the background (`stale-while-revalidate`), revalidated, or ignored, by the
-/// request's ``CachePolicy`` and RFC 9111 against the injected wall clock ``now``. A stale entry
+/// request's ``CachePolicy`` and RFC 9111 against the injected wall clock `now`. A stale entry
 /// is answered when the origin cannot be reached or fails inside `stale-if-error`. A variant
 /// carries its original's headers and SHA-256: it goes stale with it, and one made from other
 /// bytes than the original has now is never answered.
@@ -43,44 +49,46 @@ import Synchronization
 ///
 /// Each [slot] is a stage of the bookkeeping (`ImagePipeline+Scheduling.swift`): work waits in
 /// that stage's queue, highest priority first, while the stage is at its limit (see
-/// ``ImageLoader/Limits``); a flight runs at the highest priority of its members (callers, and
+/// ``ImagePipeline/Limits``); a flight runs at the highest priority of its members (callers, and
 /// the flights of variants waiting for an original).
 ///
-/// Thread-safe, and not an actor: its state is the memory tier and the bookkeeping (flights,
-/// priorities, stage queues: one `PipelineStateMachine`), each behind a `Mutex` held only for
-/// bookkeeping. The leader's disk read runs in the
+/// Thread-safe (`Sendable`), and not an actor: its state is the memory tier and the bookkeeping
+/// (flights, priorities, stage queues: one `PipelineStateMachine`), each behind a `Mutex` held
+/// only for bookkeeping, so no call hops onto an executor. The leader's disk read runs in the
 /// calling task, fetching in the flight's task, processing and disk writes on the pipeline's own
 /// threads; never under a lock.
-final class ImagePipeline: Sendable {
+public final class ImagePipeline: Sendable {
     /// What the bookkeeping holds: continuations, tasks, failures, instants.
     enum Handles: PipelineHandles {
         typealias Waiter = CheckedContinuation<Image?, any Swift.Error>
         typealias SlotWaiter = CheckedContinuation<Void, any Swift.Error>
         typealias Work = Task<Image, any Swift.Error>
         typealias Deadline = Task<Void, Never>
-        typealias Failure = ImageLoader.Error
+        typealias Failure = ImagePipeline.Error
         typealias Instant = AnyClock<Duration>.Instant
     }
 
     typealias Machine = PipelineStateMachine<Handles>
     typealias FlightID = Machine.FlightID
 
-    let configuration: ImageLoader.Configuration
-    let fetcher: any ImageFetching
+    /// The limits, expiries and variant this pipeline was made with.
+    public let configuration: Configuration
+    /// Where originals come from.
+    public let fetcher: any ImageFetching
     /// Measures failure expiries.
     let clock: AnyClock<Duration>
     /// Tells the date: freshness is wall-clock time, kept across restarts.
     let now: @Sendable () -> Date
     let logger: Logger
-    /// Stage 1.
-    let memory: MemoryCache
+    /// Stage 1: the memory tier, readable from anywhere without a hop.
+    public let memory: MemoryCache
     /// Stage 2 and every limited stage: the flights, their members and priorities, and the
     /// stages' slots and queues, in one machine behind one lock.
     let bookkeeping: Mutex<Machine>
-    /// Stages 3 and 6; `nil` for a memory-only loader.
-    let disk: DiskStorage?
+    /// Stages 3 and 6: the disk tier; `nil` for a memory-only pipeline.
+    public let disk: DiskStorage?
     /// The one set-up of the disk, awaited by every first caller.
-    let setUpTask = Mutex<Task<Result<DiskStorage.SetUpReport, ImageLoader.Error>, Never>?>(nil)
+    let setUpTask = Mutex<Task<Result<DiskStorage.SetUpReport, ImagePipeline.Error>, Never>?>(nil)
     /// Whether ``disk`` is set up and usable; read on every miss, so an atomic flag rather than
     /// a lock or a hop.
     let diskIsReady = Atomic<Bool>(false)
@@ -120,14 +128,29 @@ final class ImagePipeline: Sendable {
         let knownMissing = LiveCounter()
     }
 
-    init(
-        configuration: ImageLoader.Configuration, disk: DiskStorage?, fetcher: any ImageFetching,
-        clock: AnyClock<Duration>, now: @escaping @Sendable () -> Date, logger: Logger
+    /// Creates a pipeline.
+    /// - Parameters:
+    ///   - configuration: limits, expiries and the variant the book's entry points make.
+    ///   - disk: the disk tier, set up on first use (or by ``setUp()``); `nil` for memory and
+    ///     network only.
+    ///   - fetcher: where originals come from; HTTP by default.
+    ///   - clock: the clock failure expiries and queue deadlines run on; tests pass a clock they
+    ///     move by hand.
+    ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts, so
+    ///     it is the date, not a duration clock; tests pass one they move.
+    ///   - logger: where the pipeline logs damaged entries, disk failures and stale answers.
+    public init(
+        configuration: Configuration = .init(),
+        disk: DiskStorage? = nil,
+        fetcher: any ImageFetching = HTTPImageFetcher(),
+        clock: some Clock<Duration> = ContinuousClock(),
+        now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "ImageCache.ImagePipeline")
     ) {
         self.configuration = configuration
         self.disk = disk
         self.fetcher = fetcher
-        self.clock = clock
+        self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
         self.now = now
         self.logger = logger
         memory = MemoryCache(costLimit: configuration.memoryCostLimit, countLimit: configuration.memoryCountLimit)
@@ -156,9 +179,25 @@ final class ImagePipeline: Sendable {
 
     // MARK: - The path of one image
 
-    /// Loads `request`: memory, the running flight, disk, origin or processing, store.
-    /// - Parameter caller: who asks; by default a caller at the request's priority.
-    func image(for request: ImageRequest, as caller: Caller? = nil) async throws -> Image {
+    /// Loads `request`: memory, the running flight, disk, origin or processing, store (see
+    /// <doc:RequestFlow>). A memory hit is answered without suspending.
+    ///
+    /// A variant (a request with a processor) is made from the original, which goes through the
+    /// same path, so it is fetched once for all variants.
+    /// - Throws: ``Error`` (a remembered failure answers at once until its expiry);
+    ///   `CancellationError` when the calling task is cancelled.
+    public func image(for request: ImageRequest) async throws -> Image {
+        try await image(for: request, as: nil)
+    }
+
+    /// Starts loading `request` and returns its handle, to change its priority or cancel it.
+    public func imageTask(with request: ImageRequest) -> ImageTask {
+        ImageTask(request: request, pipeline: self, countsHits: true, wantsMemory: true)
+    }
+
+    /// Loads `request` for `caller`: memory, the running flight, disk, origin or processing, store.
+    /// - Parameter caller: who asks; `nil` for a caller at the request's priority.
+    func image(for request: ImageRequest, as caller: Caller?) async throws -> Image {
         switch memoryLookup(request, countingHit: caller?.countsHits ?? true) {
         case let .answered(image): image
         case let .notAnswered(stale): try await load(request, stale: stale, as: caller)
@@ -302,7 +341,7 @@ final class ImagePipeline: Sendable {
         // Offline, an original that is not cached cannot be had; a variant still can, from a
         // cached original.
         guard request.cachePolicy.allowsLoading || request.processor != nil else {
-            let error = missing.map { knownMissing($0, request: request) } ?? ImageLoader.Error.notCached(url: request.url.absoluteString)
+            let error = missing.map { knownMissing($0, request: request) } ?? ImagePipeline.Error.notCached(url: request.url.absoluteString)
             complete(request, flight: id, with: .failure(error))
             throw error
         }
@@ -372,11 +411,11 @@ final class ImagePipeline: Sendable {
                 await store(image, forKey: request.cacheKey, to: disk, flight: id)
             }
             result = .success(image)
-        } catch let error as ImageLoader.Error where stale.map({ allowsStaleAnswer($0, after: error) }) == true {
+        } catch let error as ImagePipeline.Error where stale.map({ allowsStaleAnswer($0, after: error) }) == true {
             logger.notice("answering a stale copy of \(request.cacheKey): \(error)")
             answeredStale(stale!, for: request, refreshing: false)
             result = .success(stale!)
-        } catch let error as ImageLoader.Error where missing != nil && Self.originFailed(error) {
+        } catch let error as ImagePipeline.Error where missing != nil && Self.originFailed(error) {
             // The origin said 404 before and cannot say otherwise now: still missing.
             logger.notice("\(request.cacheKey) is known missing; the origin cannot be asked again: \(error)")
             result = .failure(knownMissing(missing!, request: request))
@@ -389,13 +428,13 @@ final class ImagePipeline: Sendable {
     }
 
     /// The answer to a lookup of a known-missing key: the status the origin gave, counted.
-    private func knownMissing(_ status: Int, request: ImageRequest) -> ImageLoader.Error {
+    private func knownMissing(_ status: Int, request: ImageRequest) -> ImagePipeline.Error {
         counters.knownMissing.increment()
         return .httpStatus(status, url: request.url.absoluteString)
     }
 
     /// Whether `error` is the origin failing (unreachable, or a 5xx), rather than answering.
-    static func originFailed(_ error: ImageLoader.Error) -> Bool {
+    static func originFailed(_ error: ImagePipeline.Error) -> Bool {
         if case let .httpStatus(status, _) = error { return status >= 500 }
         return error.isOriginUnreachable
     }
@@ -404,9 +443,9 @@ final class ImagePipeline: Sendable {
     /// no answer at all.
     private func countUnusable(_ error: any Swift.Error) {
         switch error {
-        case let ImageLoader.Error.httpStatus(status, _) where DiskEntry.missingStatuses.contains(status):
+        case let ImagePipeline.Error.httpStatus(status, _) where DiskEntry.missingStatuses.contains(status):
             counters.missingAnswers.increment()
-        case ImageLoader.Error.httpStatus, ImageLoader.Error.bodyTooLarge:
+        case ImagePipeline.Error.httpStatus, ImagePipeline.Error.bodyTooLarge:
             counters.errorAnswers.increment()
         default:
             counters.unanswered.increment()
@@ -440,11 +479,11 @@ final class ImagePipeline: Sendable {
             if !headers.cacheControl.noStore {
                 await storeMissing(status: status, headers: headers, forKey: request.cacheKey, flight: id)
             }
-            throw ImageLoader.Error.httpStatus(status, url: request.url.absoluteString)
+            throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
         case var .notModified(headers):
             guard let stale, validators != nil else {
                 counters.errorAnswers.increment()
-                throw ImageLoader.Error.httpStatus(304, url: request.url.absoluteString)
+                throw ImagePipeline.Error.httpStatus(304, url: request.url.absoluteString)
             }
             outcome.append(counters.revalidations)
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
@@ -452,7 +491,7 @@ final class ImagePipeline: Sendable {
             image.cacheHeaders = headers
             // The bytes are the ones checked when they arrived; the feed may list others now.
             if let expected = request.expectedSHA256, let digest = image.originalSHA256, digest != expected {
-                throw ImageLoader.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
+                throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
         case let .fetched(fetched):
             counters.downloads.increment()
@@ -498,16 +537,16 @@ final class ImagePipeline: Sendable {
         _ request: ImageRequest, flight id: FlightID, with result: Result<Image, any Swift.Error>,
         keepingInMemory: Bool = true
     ) {
-        var remembered: (ImageLoader.Error, until: AnyClock<Duration>.Instant)?
+        var remembered: (ImagePipeline.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
             // Before the flight ends, so a caller who finds no flight finds the image.
             if keepingInMemory, image.cacheHeaders?.cacheControl.noStore != true, bookkeeping.withLock({ $0.wantsMemory(id) }) {
                 memory.insert(image, forKey: request.cacheKey)
             }
-        case .failure(ImageLoader.Error.notCached), .failure(ImageLoader.Error.tooBusy):
+        case .failure(ImagePipeline.Error.notCached), .failure(ImagePipeline.Error.tooBusy):
             break  // an answer of this request's policy or of the load now, not of the origin: not remembered
-        case let .failure(error as ImageLoader.Error):
+        case let .failure(error as ImagePipeline.Error):
             let expiry = error.isTransient ? configuration.transientFailureExpiry : configuration.permanentFailureExpiry
             remembered = (error, clock.now.advanced(by: expiry))
         case .failure:
@@ -553,8 +592,13 @@ final class ImagePipeline: Sendable {
     // MARK: - Clearing
 
     /// Empties memory and forgets remembered failures; running flights go on.
-    func clearMemory() {
+    public func clearMemory() {
         memory.removeAll()
         bookkeeping.withLock { $0.forgetFailures() }
+    }
+
+    /// Forgets the failure remembered for `key`, so the next request tries again.
+    public func forgetFailure(forKey key: String) {
+        bookkeeping.withLock { $0.forgetFailure(key) }
     }
 }

@@ -55,7 +55,7 @@ protocol PipelineHandles {
 /// ## Stages
 ///
 /// Disk reads, downloads (in total and per host), processing and disk writes each have a limit
-/// (``ImageLoader/Limits``). Work beyond it waits in that stage's queue and starts, when a slot
+/// (``ImagePipeline/Limits``). Work beyond it waits in that stage's queue and starts, when a slot
 /// frees, by its flight's priority at that moment, first in first out among equals. See
 /// `PipelineStateMachine+Stages.swift`.
 struct PipelineStateMachine<Handles: PipelineHandles> {

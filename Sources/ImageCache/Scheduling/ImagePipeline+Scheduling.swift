@@ -1,7 +1,7 @@
 import Clocks
 import Synchronization
 
-/// Running the pipeline's costly work within ``ImageLoader/Limits``: each stage's work waits for
+/// Running the pipeline's costly work within ``ImagePipeline/Limits``: each stage's work waits for
 /// a slot in that stage's queue, highest priority first, and a full queue refuses background
 /// work. The decisions are the bookkeeping's (`PipelineStateMachine+Stages.swift`); this parks
 /// the waiting tasks as continuations and runs the deadlines on the loader's clock. A stage with
@@ -12,7 +12,7 @@ extension ImagePipeline {
     /// Runs `operation` once `stage` has a slot for the work of flight `id`, and frees the slot
     /// after.
     /// - Throws: `CancellationError` when the task is cancelled while it waits (it leaves the
-    ///   queue at once); ``ImageLoader/Error/tooBusy(stage:waited:)`` when the queue refuses it
+    ///   queue at once); ``ImagePipeline/Error/tooBusy(stage:waited:)`` when the queue refuses it
     ///   or its deadline passes; whatever `operation` throws.
     func run<T>(_ stage: Stage, for id: FlightID, host: String? = nil, _ operation: () async throws -> T) async throws -> T {
         try await acquire(stage, for: id, host: host)
@@ -27,19 +27,19 @@ extension ImagePipeline {
         }
         guard let id else { return changed() }
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Swift.Error>) in
                 let (action, refused) = bookkeeping.withLock { machine -> (Machine.EnqueueAction?, Machine.Entry?) in
                     if Task.isCancelled { return (nil, nil) }
                     return machine.enqueue(stage, id: id, flight: flight, host: host, waiter: continuation)
                 }
                 if let refused {
                     refused.deadline?.cancel()
-                    refused.waiter.resume(throwing: ImageLoader.Error.tooBusy(stage: stage.description, waited: nil))
+                    refused.waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: nil))
                 }
                 switch action {
                 case nil: continuation.resume(throwing: CancellationError())
                 case .start: continuation.resume()
-                case .refused: continuation.resume(throwing: ImageLoader.Error.tooBusy(stage: stage.description, waited: nil))
+                case .refused: continuation.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: nil))
                 case .waiting(overCapacity: true): startDeadline(stage, id: id)
                 case .waiting(overCapacity: false): changed()
                 }
@@ -73,7 +73,7 @@ extension ImagePipeline {
         let timer = Task { [clock] in
             try? await clock.sleep(for: deadline)
             guard !Task.isCancelled, let waiter = self.bookkeeping.withLock({ $0.expire(stage, id: id) }) else { return }
-            waiter.resume(throwing: ImageLoader.Error.tooBusy(stage: stage.description, waited: deadline))
+            waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: deadline))
             self.changed()
         }
         // It may have started (or left) before the deadline was kept.
@@ -84,7 +84,7 @@ extension ImagePipeline {
     // MARK: - Originals waiting for processing
 
     /// Runs `operation` (processing a variant) while `bytes` of its original count against
-    /// ``ImageLoader/Limits/waitingOriginalBytes``: downloads wait while the total is over it.
+    /// ``ImagePipeline/Limits/waitingOriginalBytes``: downloads wait while the total is over it.
     func holdingOriginal<T>(bytes: Int, _ operation: () async throws -> T) async throws -> T {
         bookkeeping.withLock { $0.holdOriginal(bytes: bytes) }
         defer { resume(bookkeeping.withLock { $0.releaseOriginal(bytes: bytes) }) }
@@ -121,6 +121,20 @@ extension ImagePipeline {
         changes.stream()
     }
 
-    /// The counts of every stage.
-    var schedulingStats: SchedulingStats { bookkeeping.withLock { $0.stats } }
+    /// What each stage runs and queues now, with its high-water marks, refusals and time-outs.
+    public var schedulingStats: SchedulingStats { bookkeeping.withLock { $0.stats } }
+
+    /// The scheduling counts now, then after each change (work started, queued, finished,
+    /// refused; a priority changed): to watch queues fill and drain without polling. Under load
+    /// a slow listener sees only the newest counts.
+    public var onSchedulingChange: AsyncStream<SchedulingStats> {
+        let changes = changeStream()
+        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
+            let task = Task {
+                for await _ in changes { continuation.yield(self.schedulingStats) }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
 }

@@ -5,7 +5,7 @@ extension ImageRequest {
     /// Work shared by several callers (one download for many waiters) runs at the highest
     /// priority among them, and changes when a waiter's ``ImageTask/priority`` changes. Work
     /// below ``normal`` is *background* work: when a queue is full it is refused first, with
-    /// ``ImageLoader/Error/tooBusy(stage:waited:)``.
+    /// ``ImagePipeline/Error/tooBusy(stage:waited:)``.
     public enum Priority: Int, Sendable, Hashable, Comparable, CaseIterable, Codable, CustomStringConvertible {
         /// Background refreshes (stale-while-revalidate).
         case veryLow = 0

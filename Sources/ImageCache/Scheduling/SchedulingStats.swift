@@ -1,7 +1,7 @@
 import Foundation
 
 /// What each stage of a pipeline runs and queues now, and the most it ever did: the numbers
-/// behind ``ImageLoader/Limits``.
+/// behind ``ImagePipeline/Limits``.
 public struct SchedulingStats: Sendable, Hashable, Codable {
     /// One stage's counts.
     public struct Stage: Sendable, Hashable, Codable {

@@ -1,6 +1,6 @@
 public import Foundation
 
-extension ImageLoader {
+extension ImagePipeline {
     /// How much of each kind of work a pipeline runs at once, and how long work may queue.
     ///
     /// Each costly stage of a request has a limit; work beyond it waits in that stage's queue,
@@ -35,7 +35,7 @@ extension ImageLoader {
         /// still queued, but fails if it has not started within ``interactiveDeadline``.
         public var queueCapacity: Int
         /// How long work queued beyond ``queueCapacity`` waits before it fails with
-        /// ``ImageLoader/Error/tooBusy(stage:waited:)``. Measured on the loader's clock.
+        /// ``ImagePipeline/Error/tooBusy(stage:waited:)``. Measured on the loader's clock.
         public var interactiveDeadline: Duration
 
         /// Creates limits; the defaults suit one machine's cores.

@@ -1,6 +1,6 @@
-/// Live counters and the stats snapshot.
-extension ImageDatabase {
-    /// A snapshot of what the database has done and holds.
+/// The pipeline's counts and sizes.
+extension ImagePipeline {
+    /// A snapshot of what the pipeline has done and holds.
     public struct Stats: Sendable, Hashable, Codable {
         /// Lookups answered from memory.
         public var memoryHits: Int
@@ -51,12 +51,11 @@ extension ImageDatabase {
     }
 
     /// The current counts and sizes.
-    public nonisolated func stats() -> Stats {
-        let memory = pipeline.memory.usage
-        let disk = storage.usage
-        let counters = pipeline.counters
+    public func stats() -> Stats {
+        let memory = memory.usage
+        let disk = disk?.usage ?? (entries: 0, bytes: 0)
         return Stats(
-            memoryHits: pipeline.memory.hits.value,
+            memoryHits: self.memory.hits.value,
             diskHits: counters.diskHits.value,
             originFetches: counters.originFetches.value,
             downloads: counters.downloads.value,
@@ -75,34 +74,8 @@ extension ImageDatabase {
             memoryBytes: memory.bytes,
             diskEntries: disk.entries,
             diskBytes: disk.bytes,
-            diskAvailable: pipeline.isDiskAvailable,
-            scheduling: pipeline.schedulingStats
+            diskAvailable: isDiskAvailable,
+            scheduling: schedulingStats
         )
     }
-
-    /// The scheduling counts now, then after each change (work started, queued, finished,
-    /// refused; a priority changed): to watch queues fill and drain without polling. Under load
-    /// a slow listener sees only the newest counts.
-    public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> {
-        imageLoader.onSchedulingChange
-    }
-
-    /// The number of disk hits so far, then each new count: the book's `onDiskAccess`.
-    /// Every call returns a new stream; any number may be followed at once.
-    public nonisolated var onDiskAccess: AsyncStream<Int> { pipeline.counters.diskHits.stream() }
-
-    /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
-    public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
-
-    /// The number of conditional requests answered 304 so far, then each new count.
-    public nonisolated var onRevalidation: AsyncStream<Int> { pipeline.counters.revalidations.stream() }
-
-    /// The number of conditional requests answered with new bytes so far, then each new count.
-    public nonisolated var onRefresh: AsyncStream<Int> { pipeline.counters.refreshed.stream() }
-
-    /// The number of stale answers so far, then each new count.
-    public nonisolated var onStaleAnswer: AsyncStream<Int> { pipeline.counters.staleAnswers.stream() }
-
-    /// The number of requests sent to the origin so far, then each new count.
-    public nonisolated var onOriginFetch: AsyncStream<Int> { pipeline.counters.originFetches.stream() }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Everything that can go wrong loading or caching an image.
-extension ImageLoader {
+extension ImagePipeline {
     /// The ImageCache module's error; cases carry what is needed to act on them.
     public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
         /// A path or URL that cannot be turned into a request.
@@ -40,8 +40,8 @@ extension ImageLoader {
         }
 
         /// True when trying again soon may succeed: 5xx, 408, 429, timeouts, broken connections.
-        /// Such failures are remembered for ``ImageLoader/Configuration/transientFailureExpiry``,
-        /// the others for ``ImageLoader/Configuration/permanentFailureExpiry``.
+        /// Such failures are remembered for ``ImagePipeline/Configuration/transientFailureExpiry``,
+        /// the others for ``ImagePipeline/Configuration/permanentFailureExpiry``.
         public var isTransient: Bool {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
