@@ -32,12 +32,20 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public let lane: FastLane?
     /// Time before an idle connection is closed; `nil` never.
     public let idleTimeout: TimeAmount?
+    /// Handlers on NIO's HTTP/1 request and response parts, behind the lane: they see the requests
+    /// the lane passes on and their answers, never the lane's own (as Hummingbird's
+    /// `HTTP1Channel.Configuration.additionalChannelHandlers`, e.g. a response compressor).
+    public let additionalChannelHandlers: @Sendable () -> [any RemovableChannelHandler]
 
     /// Creates the channel.
-    public init(responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil) {
+    public init(
+        responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil,
+        additionalChannelHandlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
+    ) {
         self.responder = responder
         self.lane = lane
         self.idleTimeout = idleTimeout
+        self.additionalChannelHandlers = additionalChannelHandlers
     }
 
     /// Builds the pipeline of an accepted connection.
@@ -67,6 +75,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
                 )
             }
+            try pipeline.addHandlers(additionalChannelHandlers())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             let stateTimeout = lane == nil ? idleTimeout.map { Duration($0) } : nil
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: stateTimeout, logger: logger))
@@ -99,9 +108,20 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
 extension HTTPServerBuilder {
     /// An HTTP/1.1 server with `lane` in front of the responder; `nil` is Hummingbird's own
-    /// `.http1(configuration: .init(idleTimeout:))`.
-    public static func http1(fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil) -> HTTPServerBuilder {
-        guard let lane else { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
-        return HTTPServerBuilder { responder in FastLaneHTTP1Channel(responder: responder, lane: lane, idleTimeout: idleTimeout) }
+    /// `.http1(configuration: .init(additionalChannelHandlers:idleTimeout:))`.
+    /// - Parameter additionalChannelHandlers: handlers on the HTTP/1 parts of what the router
+    ///   answers (behind the lane, which they never see).
+    public static func http1(
+        fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil,
+        additionalChannelHandlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
+    ) -> HTTPServerBuilder {
+        guard let lane else {
+            return .http1(configuration: .init(additionalChannelHandlers: additionalChannelHandlers(), idleTimeout: idleTimeout))
+        }
+        return HTTPServerBuilder { responder in
+            FastLaneHTTP1Channel(
+                responder: responder, lane: lane, idleTimeout: idleTimeout, additionalChannelHandlers: additionalChannelHandlers
+            )
+        }
     }
 }

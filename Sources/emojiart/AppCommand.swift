@@ -39,7 +39,7 @@ struct AppCommand: AsyncParsableCommand {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
             trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
-            fastLane: server.fastLane, allowedHosts: answers.allowedHost
+            fastLane: server.fastLane, compression: answers.compression, allowedHosts: answers.allowedHost
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -62,6 +62,9 @@ struct AnswerOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("A host name people reach the app by, besides the --host address and localhost (repeatable), e.g. the name of a proxy in front. A request whose Host names any other host is answered 421 Misdirected Request, so a page at a name rebound to this address can neither read nor change the app.", valueName: "name"))
     var allowedHost: [String] = []
+
+    @Flag(inversion: .prefixedNo, help: "Compress pages, JSON, scripts and styles with gzip or deflate for clients that accept it (on by default; images never). --no-compression answers them as they are, to compare.")
+    var compression = true
 
     func validate() throws {
         for name in allowedHost where !AppConfiguration.isValidHostName(name) {

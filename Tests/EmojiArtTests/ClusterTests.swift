@@ -162,6 +162,12 @@ final class RunningCluster: Sendable {
             let (thumbnails, large) = try await Self.catalogURLs(cluster)
             #expect(thumbnails.count == 78 && large.count == 26)
             #expect(thumbnails.allSatisfy { $0.contains("?v=") })
+            // Through the edge, text comes compressed to a client that accepts it; images never.
+            let packed = try await cluster.get("/assets/app.js", headers: [("Accept-Encoding", "gzip")])
+            #expect(packed.headers.first(name: "content-encoding") == "gzip")
+            #expect(try TextCompressionTests.gunzip(packed.body) == (try await cluster.get("/assets/app.js")).body)
+            let image = try await cluster.get(thumbnails[0], headers: [("Accept-Encoding", "gzip")])
+            #expect(image.status == 200 && image.headers.first(name: "content-encoding") == nil)
 
             for url in thumbnails + large {
                 let answer = try await cluster.get(url)

@@ -87,7 +87,8 @@ func withVerifiedApp(
     let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
     try await withLiveServer({ running in
         Application(
-            responder: router.buildResponder(), server: .http1(fastLane: lane),
+            // As the app: text answers compressed behind the lane (TextCompression).
+            responder: router.buildResponder(), server: .http1(fastLane: lane, additionalChannelHandlers: { TextCompression.handlers() }),
             configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
             onServerRunning: { await running($0.localAddress?.port ?? 0) }
         )

@@ -200,6 +200,20 @@ enum PlainHandles: PipelineHandles {
         #expect(machine.flight(forKey: "k")?.id == next.id && machine.flight(forKey: "k")?.members.count == 1)
     }
 
+    @Test mutating func aCancelledLeaderWithOnlyAnEarlyCancelledJoinerStillHandsOff() throws {
+        let flight = try lead()
+        let member = try join()
+        _ = step { $0.cancel(member, of: flight.id) }  // cancelled before its waiter was added
+        #expect(handOff(flight, cancelled: true), "a member is still on its way")
+        guard case .cancelled(cancelWork: nil) = add(2, member, to: flight.id) else { Issue.record("joiner not cancelled alone"); return }
+        _ = step { $0.cancel(flight.leader, of: flight.id) }
+        guard case .cancelled(cancelWork: "work-\(flight.id)") = add(1, flight.leader, to: flight.id) else {
+            Issue.record("the last member's cancellation did not cancel the work")
+            return
+        }
+        #expect(machine.flights.isEmpty)
+    }
+
     @Test mutating func theResultIsKeptInMemoryWhileAnyMemberWantsIt() throws {
         guard case let .lead(id, leader) = step({ $0.begin("k", asker: .fixed(.low), wantsMemory: false, now: 0, retrying: false) }) else {
             Issue.record("did not lead")
@@ -400,5 +414,86 @@ enum PlainHandles: PipelineHandles {
         #expect(resumed == [2])
         #expect(machine.stats.maxWaitingOriginalBytes == 1500)
         #expect(machine.invariantViolation() == nil)
+    }
+
+    @Test func aVariantThatEndsBeforeItsOriginalTakesItsPriorityAway() {
+        var machine = Self.machine()
+        let task = machine.makeTask(.veryHigh)
+        guard case let .lead(variant, leader) = machine.begin("k#thumb", asker: .task(task), wantsMemory: true, now: 0, retrying: false),
+              machine.handOff(variant, leader: leader, leaderCancelled: false, start: { "variant" }),
+              case let .lead(original, work) = machine.begin("k", asker: .flight(variant), wantsMemory: true, now: 0, retrying: false),
+              case let .join(_, other) = machine.begin("k", asker: .fixed(.low), wantsMemory: false, now: 0, retrying: false)
+        else {
+            Issue.record("expected a variant, its original and a second caller")
+            return
+        }
+        #expect(machine.priority(ofFlight: original) == .veryHigh)
+        _ = machine.finish(variant)  // e.g. a stale variant answered while its original revalidates
+        #expect(machine.priority(ofFlight: original) == .low, "the variant's work brings nothing once its flight is gone")
+        #expect(machine.invariantViolation() == nil)
+        _ = machine.handOff(original, leader: work, leaderCancelled: false) { "original" }
+        _ = machine.addWaiter(1, member: work, flight: original)
+        guard case .resume(1) = machine.cancel(work, of: original) else { Issue.record("the orphaned member did not leave"); return }
+        _ = machine.addWaiter(2, member: other, flight: original)
+        #expect(machine.finish(original) == [2])
+        #expect(machine.invariantViolation() == nil)
+    }
+
+    @Test func aTaskThatIsAMemberTwiceIsFollowedUntilBothLeave() {
+        var machine = Self.machine()
+        let task = machine.makeTask(.low)
+        guard case let .lead(flight, leader) = machine.begin("k", asker: .task(task), wantsMemory: true, now: 0, retrying: false),
+              case let .join(_, second) = machine.begin("k", asker: .task(task), wantsMemory: true, now: 0, retrying: false)
+        else {
+            Issue.record("expected to lead, then join")
+            return
+        }
+        _ = machine.handOff(flight, leader: leader, leaderCancelled: false) { "work" }
+        _ = machine.addWaiter(1, member: leader, flight: flight)
+        _ = machine.addWaiter(2, member: second, flight: flight)
+        machine.setPriority(.high, ofTask: task)
+        #expect(machine.priority(ofFlight: flight) == .high)
+        _ = machine.cancel(second, of: flight)
+        machine.setPriority(.veryHigh, ofTask: task)
+        #expect(machine.priority(ofFlight: flight) == .veryHigh, "still a member once")
+        #expect(machine.invariantViolation() == nil)
+        machine.removeTask(task)  // as if its load had returned while still a member
+        #expect(machine.priority(ofFlight: flight) == .veryLow)
+        #expect(machine.invariantViolation() == nil)
+    }
+
+    @Test func anEntryRefusedToMakeRoomCarriesItsDeadline() {
+        var machine = Self.machine(capacity: 1)
+        let step1 = machine.tryStart(.processing, host: nil)
+        #expect(step1)
+        Self.queue(&machine, 1, .normal)
+        let over = Self.queue(&machine, 2, .normal)
+        guard case .waiting(overCapacity: true) = over.action else { Issue.record("\(over.action)"); return }
+        let kept = machine.setDeadline("deadline-2", stage: .processing, id: over.entry)
+        #expect(kept)
+        // It becomes background work; a normal newcomer makes room by refusing it.
+        machine.setPriority(.veryLow, ofTask: over.task)
+        let task = machine.makeTask(.normal)
+        guard case let .lead(flight, leader) = machine.begin("piece-3", asker: .task(task), wantsMemory: true, now: 0, retrying: false) else {
+            Issue.record("did not lead")
+            return
+        }
+        _ = machine.handOff(flight, leader: leader, leaderCancelled: false) { "work-3" }
+        let (action, refused) = machine.enqueue(.processing, id: machine.makeID(), flight: flight, host: nil, waiter: 3)
+        guard case .waiting = action else { Issue.record("\(action)"); return }
+        #expect(refused?.waiter == 2 && refused?.deadline == "deadline-2", "its deadline comes with it, to be cancelled")
+        #expect(machine.invariantViolation() == nil)
+    }
+
+    @Test func aQueuedEntryWhoseFlightIsGoneKeepsThePriorityItWasQueuedWith() {
+        var machine = Self.machine()
+        let step1 = machine.tryStart(.processing, host: nil)
+        #expect(step1)
+        let high = Self.queue(&machine, 1, .high)
+        Self.queue(&machine, 2, .normal)
+        _ = machine.addWaiter(1, member: 0, flight: high.flight)  // no such member: ended
+        _ = machine.finish(high.flight)
+        #expect(machine.priority(ofFlight: high.flight) == nil)
+        #expect(Self.release(&machine) == [1], "queued at high, it still goes first")
     }
 }

@@ -129,6 +129,13 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
 
+                # Text the instances did not compress (--no-compression) is compressed here; an
+                # answer already compressed passes as it is, and images never are.
+                gzip on;
+                gzip_proxied any;
+                gzip_vary on;
+                gzip_types text/css text/javascript application/javascript application/json text/plain image/svg+xml;
+
                 # Images: one prefix location each (no regex on the hit path), settings shared.
                 \(imageLocation("/thumbs/"))
                 \(imageLocation("/large/"))

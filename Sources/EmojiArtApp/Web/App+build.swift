@@ -25,9 +25,10 @@ public enum EmojiArtApp {
         let serverName = "EmojiArt"
         let lane = configuration.fastLane
             ? FastLane(serverName: serverName, respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
+        let compression = configuration.compression
         return Application(
             router: router,
-            server: .http1(fastLane: lane),
+            server: .http1(fastLane: lane, additionalChannelHandlers: { compression ? TextCompression.handlers() : [] }),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger

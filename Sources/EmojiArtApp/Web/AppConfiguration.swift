@@ -27,6 +27,9 @@ public struct AppConfiguration: Sendable {
     /// Answer memory hits of the image routes on the event loop (`FastLane`), byte for byte as
     /// the routes would; on by default. Off, every request goes through Hummingbird's router.
     public var fastLane: Bool
+    /// Compress text answers (pages, JSON, scripts, styles) with gzip or deflate for clients that
+    /// accept it; on by default. Images are never compressed.
+    public var compression: Bool
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).
@@ -37,7 +40,7 @@ public struct AppConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
         offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil,
-        fastLane: Bool = true, allowedHosts: [String] = []
+        fastLane: Bool = true, compression: Bool = true, allowedHosts: [String] = []
     ) {
         self.host = host
         self.port = port
@@ -50,6 +53,7 @@ public struct AppConfiguration: Sendable {
         self.httpCache = httpCache
         self.instanceName = instanceName
         self.fastLane = fastLane
+        self.compression = compression
         self.allowedHosts = allowedHosts
     }
 

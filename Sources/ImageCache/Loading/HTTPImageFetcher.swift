@@ -191,10 +191,17 @@ final class UnreachableOrigins: Sendable {
         }
     }
 
-    /// How long ago `origin` failed, when that is less than `window`.
+    /// How long ago `origin` failed, when that is less than `window`. A failure older than
+    /// that is forgotten, so the count goes back to 0 once every back-off has passed.
     func failure(of origin: String, within window: Duration) -> Duration? {
-        guard count.load(ordering: .acquiring) > 0, let at = failures.withLock({ $0[origin] }) else { return nil }
-        let elapsed = at.duration(to: .now)
-        return elapsed < window ? elapsed : nil
+        guard count.load(ordering: .acquiring) > 0 else { return nil }
+        return failures.withLock { failures in
+            guard let at = failures[origin] else { return nil }
+            let elapsed = at.duration(to: .now)
+            if elapsed < window { return elapsed }
+            failures.removeValue(forKey: origin)
+            count.store(failures.count, ordering: .releasing)
+            return nil
+        }
     }
 }

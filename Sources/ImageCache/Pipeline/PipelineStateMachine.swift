@@ -291,9 +291,11 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
         return id
     }
 
-    /// Forgets a task. It is a member of no flight by then (its load returned).
+    /// Forgets a task. It is a member of no flight by then (its load returned); were it still
+    /// one, those flights stop following its priority.
     mutating func removeTask(_ id: TaskID) {
-        tasks[id] = nil
+        guard let node = tasks.removeValue(forKey: id) else { return }
+        for flight in node.flights.keys { refresh(flight) }
     }
 
     /// Changes a task's priority; the flights it is a member of follow, and their originals'.

@@ -70,9 +70,10 @@ extension ImagePipeline {
     /// Fails entry `id` if it has not started within the interactive deadline.
     private func startDeadline(_ stage: Stage, id: Machine.EntryID) {
         let deadline = configuration.limits.interactiveDeadline
-        let timer = Task { [clock] in
+        // Weak: a pending deadline does not keep the pipeline alive (cancelling it resumes nobody).
+        let timer = Task { [weak self, clock] in
             try? await clock.sleep(for: deadline)
-            guard !Task.isCancelled, let waiter = self.bookkeeping.withLock({ $0.expire(stage, id: id) }) else { return }
+            guard !Task.isCancelled, let self, let waiter = self.bookkeeping.withLock({ $0.expire(stage, id: id) }) else { return }
             waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: deadline))
             self.changed()
         }
@@ -130,8 +131,12 @@ extension ImagePipeline {
     public var onSchedulingChange: AsyncStream<SchedulingStats> {
         let changes = changeStream()
         return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            let task = Task {
-                for await _ in changes { continuation.yield(self.schedulingStats) }
+            // Weak: a follower does not keep the pipeline (its memory, its threads) alive.
+            let task = Task { [weak self] in
+                for await _ in changes {
+                    guard let self else { break }
+                    continuation.yield(self.schedulingStats)
+                }
                 continuation.finish()
             }
             continuation.onTermination = { _ in task.cancel() }

@@ -1,0 +1,124 @@
+import AsyncHTTPClient
+@testable import EmojiArtApp
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// Pages, JSON, scripts and styles go out gzip-compressed to a client that accepts it, with
+/// `Vary: Accept-Encoding` and a weak ETag that still revalidates; images and event streams never
+/// (a real app server, the lane on, and gzip itself to read the bytes back).
+@Suite struct TextCompressionTests {
+    struct Answer {
+        let status: Int
+        let fields: [String: String]
+        let body: [UInt8]
+    }
+
+    /// A client that asks for no encoding of its own and decodes none: what it sends is what
+    /// each test says (HTTPClient.shared asks for deflate and gzip).
+    static let client = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(decompression: .disabled)
+    )
+
+    static func get(_ port: Int, _ path: String, method: HTTPMethod = .GET, fields: [String: String] = [:]) async throws -> Answer {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        request.method = method
+        for (name, value) in fields { request.headers.add(name: name, value: value) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let body = method == .HEAD ? ByteBuffer() : try await response.body.collect(upTo: 10 << 20)
+        var answer: [String: String] = [:]
+        for field in response.headers { answer[field.name.lowercased(), default: ""] += answer[field.name.lowercased()] == nil ? field.value : ", " + field.value }
+        return Answer(status: Int(response.status.code), fields: answer, body: Array(body.readableBytesView))
+    }
+
+    /// `bytes` through `gzip -dc`.
+    static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("gz-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: input) }
+        try Data(bytes).write(to: input)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-dc", input.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw RawHTTPError("gzip -dc failed: the body is not gzip") }
+        return Array(data)
+    }
+
+    @Test func textIsCompressedForAClientThatAcceptsItAndIdenticalWhenUnpacked() async throws {
+        try await withVerifiedApp { port, _, _ in
+            for path in ["/assets/app.css", "/assets/app.js", "/stats"] {
+                let plain = try await Self.get(port, path)
+                let packed = try await Self.get(port, path, fields: ["Accept-Encoding": "gzip, deflate, br"])
+                #expect(plain.fields["content-encoding"] == nil, "\(path)")
+                #expect(packed.fields["content-encoding"] == "gzip", "\(path)")
+                #expect(plain.fields["vary"]?.contains("Accept-Encoding") == true && packed.fields["vary"]?.contains("Accept-Encoding") == true)
+                let unpacked = try Self.gunzip(packed.body)
+                if path.hasPrefix("/assets") {
+                    #expect(unpacked == plain.body, "\(path): the same bytes once unpacked")
+                } else {
+                    #expect(unpacked.first == UInt8(ascii: "{"), "\(path): JSON once unpacked")
+                }
+            }
+            // The catalog page: much smaller on the wire.
+            let page = try await Self.get(port, "/", fields: ["Accept-Encoding": "gzip"])
+            #expect(page.fields["content-encoding"] == "gzip")
+            let html = try Self.gunzip(page.body)
+            #expect(String(decoding: html.prefix(15), as: UTF8.self).lowercased().hasPrefix("<!doctype html"))
+            #expect(page.body.count * 4 < html.count, "\(page.body.count) bytes on the wire for \(html.count)")
+        }
+    }
+
+    @Test(arguments: [
+        ("gzip, deflate, br, zstd", "gzip"), ("deflate, gzip", "gzip"), ("deflate", "deflate"), ("gzip;q=0, deflate", "deflate"),
+        ("br", nil), ("identity", nil), ("gzip;q=0", nil),
+    ] as [(String, String?)])
+    func theCodingFollowsAcceptEncodingPreferringGzip(accepted: String, coding: String?) async throws {
+        try await withVerifiedApp { port, _, _ in
+            let answer = try await Self.get(port, "/assets/app.js", fields: ["Accept-Encoding": accepted])
+            #expect(answer.status == 200 && answer.fields["content-encoding"] == coding, "\(accepted)")
+        }
+    }
+
+    @Test func aCompressedAnswersWeakETagStillRevalidates() async throws {
+        try await withVerifiedApp { port, _, _ in
+            let plain = try await Self.get(port, "/assets/app.css")
+            let packed = try await Self.get(port, "/assets/app.css", fields: ["Accept-Encoding": "gzip"])
+            let strong = try #require(plain.fields["etag"])
+            #expect(!strong.hasPrefix("W/"))
+            #expect(packed.fields["etag"] == "W/" + strong, "another representation: not the same strong tag")
+            let again = try await Self.get(port, "/assets/app.css", fields: ["Accept-Encoding": "gzip", "If-None-Match": "W/" + strong])
+            #expect(again.status == 304 && again.body.isEmpty)
+        }
+    }
+
+    @Test func imagesAndEventStreamsAndHeadAreNeverCompressed() async throws {
+        try await withVerifiedApp { port, _, _ in
+            // A thumbnail twice: the route's miss, then the lane's hit.
+            for _ in 0..<2 {
+                let image = try await Self.get(port, "/thumbs/5", fields: ["Accept-Encoding": "gzip"])
+                #expect(image.status == 200 && image.fields["content-encoding"] == nil)
+                #expect(image.body.starts(with: [0x89, 0x50, 0x4E, 0x47]), "the PNG itself")
+            }
+            // HEAD of a page says no Content-Encoding and leaves the connection fit for the next request.
+            let head = try await Self.get(port, "/", method: .HEAD, fields: ["Accept-Encoding": "gzip"])
+            #expect(head.status == 200 && head.fields["content-encoding"] == nil)
+            let after = try await Self.get(port, "/assets/app.css", fields: ["Accept-Encoding": "gzip"])
+            #expect(after.status == 200 && after.fields["content-encoding"] == "gzip")
+            // The event stream's first event arrives uncompressed.
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/events")
+            request.headers.add(name: "Accept-Encoding", value: "gzip")
+            let response = try await Self.client.execute(request, timeout: .seconds(30))
+            #expect(response.headers.first(name: "content-encoding") == nil)
+            var body = response.body.makeAsyncIterator()
+            let first = try #require(try await body.next())
+            let text = String(buffer: first)
+            #expect(text.hasPrefix("retry: ") || text.hasPrefix("event: "), "plain text, as it happens: \(text.prefix(40))")
+        }
+    }
+}
