@@ -107,20 +107,20 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 }
 
 extension HTTPServerBuilder {
-    /// An HTTP/1.1 server with `lane` in front of the responder; `nil` is Hummingbird's own
-    /// `.http1(configuration: .init(additionalChannelHandlers:idleTimeout:))`.
-    /// - Parameter additionalChannelHandlers: handlers on the HTTP/1 parts of what the router
-    ///   answers (behind the lane, which they never see).
+    /// An HTTP/1.1 server with `lane` in front of the responder; with neither a lane nor
+    /// additional handlers, Hummingbird's own `.http1(configuration: .init(idleTimeout:))`.
+    /// - Parameter additionalChannelHandlers: handlers on NIO's HTTP/1 parts of what the router
+    ///   answers, behind the lane, which they never see. (Hummingbird's own
+    ///   `additionalChannelHandlers` sit after its HTTP types codec and see other parts: with
+    ///   these, the pipeline is always this channel's, lane or not.)
     public static func http1(
         fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil,
-        additionalChannelHandlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
+        additionalChannelHandlers: (@Sendable () -> [any RemovableChannelHandler])? = nil
     ) -> HTTPServerBuilder {
-        guard let lane else {
-            return .http1(configuration: .init(additionalChannelHandlers: additionalChannelHandlers(), idleTimeout: idleTimeout))
-        }
+        if lane == nil, additionalChannelHandlers == nil { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
         return HTTPServerBuilder { responder in
             FastLaneHTTP1Channel(
-                responder: responder, lane: lane, idleTimeout: idleTimeout, additionalChannelHandlers: additionalChannelHandlers
+                responder: responder, lane: lane, idleTimeout: idleTimeout, additionalChannelHandlers: additionalChannelHandlers ?? { [] }
             )
         }
     }

@@ -62,14 +62,17 @@ func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 
     EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust)
 }
 
-/// A real app server on 127.0.0.1:0 (fast lane on) against a real gallery, after verification
-/// finished, with `allowedHosts` (`--allowed-host`).
+/// A real app server on 127.0.0.1:0 (fast lane on unless `fastLane` is false, text compressed as
+/// the app does) against a real gallery, after verification finished, with `allowedHosts`
+/// (`--allowed-host`).
 func withVerifiedApp(
-    allowedHosts: [String] = [], _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
+    allowedHosts: [String] = [], fastLane: Bool = true,
+    _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
 ) async throws {
     try await withGallery { galleryURL, database in
         try await withVerifiedApp(
-            galleryURL: galleryURL, database: database, trust: testGalleryTrust, allowedHosts: allowedHosts, body
+            galleryURL: galleryURL, database: database, trust: testGalleryTrust, allowedHosts: allowedHosts,
+            fastLane: fastLane, body
         )
     }
 }
@@ -77,14 +80,14 @@ func withVerifiedApp(
 /// A real app server on 127.0.0.1:0 (fast lane on) against the gallery at `galleryURL`, after
 /// verification finished.
 func withVerifiedApp(
-    galleryURL: URL, database: ImageDatabase, trust: GalleryTrust, allowedHosts: [String] = [],
+    galleryURL: URL, database: ImageDatabase, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
     _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
 ) async throws {
     let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
     let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8, trust: trust)
     let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
     await model.loadAndVerify()
-    let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+    let lane = fastLane ? FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
     try await withLiveServer({ running in
         Application(
             // As the app: text answers compressed behind the lane (TextCompression).

@@ -50,8 +50,9 @@ import TestSupport
         return Array(data)
     }
 
-    @Test func textIsCompressedForAClientThatAcceptsItAndIdenticalWhenUnpacked() async throws {
-        try await withVerifiedApp { port, _, _ in
+    @Test(arguments: [true, false])
+    func textIsCompressedForAClientThatAcceptsItAndIdenticalWhenUnpacked(fastLane: Bool) async throws {
+        try await withVerifiedApp(fastLane: fastLane) { port, _, _ in
             for path in ["/assets/app.css", "/assets/app.js", "/stats"] {
                 let plain = try await Self.get(port, path)
                 let packed = try await Self.get(port, path, fields: ["Accept-Encoding": "gzip, deflate, br"])
@@ -97,8 +98,9 @@ import TestSupport
         }
     }
 
-    @Test func imagesAndEventStreamsAndHeadAreNeverCompressed() async throws {
-        try await withVerifiedApp { port, _, _ in
+    @Test(arguments: [true, false])
+    func imagesAndEventStreamsAndHeadAreNeverCompressed(fastLane: Bool) async throws {
+        try await withVerifiedApp(fastLane: fastLane) { port, _, _ in
             // A thumbnail twice: the route's miss, then the lane's hit.
             for _ in 0..<2 {
                 let image = try await Self.get(port, "/thumbs/5", fields: ["Accept-Encoding": "gzip"])

@@ -1,4 +1,4 @@
-import ImageCache
+@testable import ImageCache
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct LiveValueTests {
@@ -34,5 +34,29 @@ import Testing
             }
         }
         #expect(value.value == 50 * 200)
+    }
+
+    /// A counter that nobody follows costs an atomic add; a stream that starts while other tasks
+    /// count must still see every increment: its values rise, and the last one it is given, once
+    /// the counting is over, is the counter's value.
+    @Test func aCounterFollowedWhileItCountsMissesNoIncrement() async {
+        for _ in 0..<20 {
+            let counter = LiveCounter()
+            let (last, streams) = await withTaskGroup(of: Void.self, returning: (Int, AsyncStream<Int>).self) { group in
+                for _ in 0..<4 {
+                    group.addTask { for _ in 0..<500 { counter.increment() } }
+                }
+                let stream = counter.stream()  // while they count
+                await group.waitForAll()
+                return (counter.value, stream)
+            }
+            #expect(last == 2000)
+            var seen: [Int] = []
+            for await value in streams {
+                seen.append(value)
+                if value == last { break }
+            }
+            #expect(seen == seen.sorted() && seen.last == 2000, "\(seen.suffix(3))")
+        }
     }
 }

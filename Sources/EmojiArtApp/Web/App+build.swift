@@ -2,6 +2,7 @@ import FastLane
 public import Hummingbird
 public import ImageCache
 public import Logging
+import NIOCore
 
 /// The EmojiArt web app as a Hummingbird application.
 public enum EmojiArtApp {
@@ -25,10 +26,11 @@ public enum EmojiArtApp {
         let serverName = "EmojiArt"
         let lane = configuration.fastLane
             ? FastLane(serverName: serverName, respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
-        let compression = configuration.compression
+        var compression: (@Sendable () -> [any RemovableChannelHandler])?
+        if configuration.compression { compression = { @Sendable in TextCompression.handlers() } }
         return Application(
             router: router,
-            server: .http1(fastLane: lane, additionalChannelHandlers: { compression ? TextCompression.handlers() : [] }),
+            server: .http1(fastLane: lane, additionalChannelHandlers: compression),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger

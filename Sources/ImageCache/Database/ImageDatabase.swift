@@ -127,7 +127,11 @@ public actor ImageDatabase {
     /// A variant (a request with a processor) is made from the original, which goes through
     /// the same path, so it is fetched once for all variants and cached on disk too.
     public nonisolated func image(_ request: ImageRequest) async throws -> Image {
-        try await pipeline.image(for: request)
+        // Stage 1 here, before any call that may suspend: a memory hit costs no async call.
+        switch pipeline.memoryLookup(request) {
+        case let .answered(image): return image
+        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        }
     }
 
     /// Starts loading `request` (memory, disk, network) and returns its handle, to change its

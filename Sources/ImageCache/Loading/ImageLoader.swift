@@ -99,7 +99,11 @@ public actor ImageLoader {
     /// Loads `request` from memory, a running download, or the origin; a variant is made from
     /// the original, which is fetched once however many variants ask for it.
     public nonisolated func image(for request: ImageRequest) async throws -> Image {
-        try await pipeline.image(for: request)
+        // Stage 1 here, before any call that may suspend: a memory hit costs no async call.
+        switch pipeline.memoryLookup(request) {
+        case let .answered(image): return image
+        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        }
     }
 
     /// Starts loading `request` and returns its handle, to change its priority or cancel it.

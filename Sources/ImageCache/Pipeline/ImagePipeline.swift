@@ -187,7 +187,11 @@ public final class ImagePipeline: Sendable {
     /// - Throws: ``Error`` (a remembered failure answers at once until its expiry);
     ///   `CancellationError` when the calling task is cancelled.
     public func image(for request: ImageRequest) async throws -> Image {
-        try await image(for: request, as: nil)
+        // Stage 1 before any call that may suspend: a memory hit costs no further async call.
+        switch memoryLookup(request) {
+        case let .answered(image): return image
+        case let .notAnswered(stale): return try await load(request, stale: stale)
+        }
     }
 
     /// Starts loading `request` and returns its handle, to change its priority or cancel it.
@@ -320,7 +324,7 @@ public final class ImagePipeline: Sendable {
             case let .answer(entry, refreshing):
                 if caller.countsHits { counters.diskHits.increment() }
                 if refreshing { answeredStale(entry, for: request, refreshing: true) }
-                complete(request, flight: id, with: .success(entry))
+                complete(request, flight: id, with: .success(entry), leaderWantsMemory: caller.wantsMemory)
                 return entry
             case let .revalidate(entry):
                 stale = entry
@@ -532,16 +536,20 @@ public final class ImagePipeline: Sendable {
 
     /// Ends the flight: keeps a success in memory (unless `no-store`, or nobody waiting wants
     /// it there), remembers a failure until its expiry, and resumes every waiter.
-    /// - Parameter keepingInMemory: false when the image came from memory.
+    /// - Parameters:
+    ///   - keepingInMemory: false when the image came from memory.
+    ///   - leaderWantsMemory: the leader answers by itself (a disk hit) and wants the image kept:
+    ///     then nobody else needs asking (a disk hit costs one lock fewer).
     private func complete(
         _ request: ImageRequest, flight id: FlightID, with result: Result<Image, any Swift.Error>,
-        keepingInMemory: Bool = true
+        keepingInMemory: Bool = true, leaderWantsMemory: Bool = false
     ) {
         var remembered: (ImagePipeline.Error, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
             // Before the flight ends, so a caller who finds no flight finds the image.
-            if keepingInMemory, image.cacheHeaders?.cacheControl.noStore != true, bookkeeping.withLock({ $0.wantsMemory(id) }) {
+            if keepingInMemory, image.cacheHeaders?.cacheControl.noStore != true,
+               leaderWantsMemory || bookkeeping.withLock({ $0.wantsMemory(id) }) {
                 memory.insert(image, forKey: request.cacheKey)
             }
         case .failure(ImagePipeline.Error.notCached), .failure(ImagePipeline.Error.tooBusy):

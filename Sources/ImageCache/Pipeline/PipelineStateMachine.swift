@@ -167,10 +167,16 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
         if let id = flightByKey[key] {
             return .join(id, member: addMember(asker, wantsMemory: wantsMemory, state: .joining, to: id))
         }
+        // A new flight with its leader as its one member, at the leader's priority.
         let id = makeID()
-        flights[id] = Flight(id: id, key: key, priority: priority(of: asker) ?? .normal)
+        let member = makeID()
+        flights[id] = Flight(
+            id: id, key: key, members: [member: Member(asker: asker, wantsMemory: wantsMemory, state: .leading)],
+            priority: priority(of: asker) ?? .veryLow
+        )
         flightByKey[key] = id
-        return .lead(id, member: addMember(asker, wantsMemory: wantsMemory, state: .leading, to: id))
+        link(asker, to: id)
+        return .lead(id, member: member)
     }
 
     enum AddWaiterAction {
@@ -204,15 +210,15 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
     /// - Returns: false when nobody else is interested and the leader was cancelled: the flight is
     ///   gone and nothing was started.
     mutating func handOff(_ id: FlightID, leader: MemberID, leaderCancelled: Bool, start: () -> Work) -> Bool {
-        guard var flight = flights[id] else { return false }
-        if leaderCancelled, flight.members.count == 1 {
+        guard let members = flights[id]?.members.count else { return false }
+        if leaderCancelled, members == 1 {
             removeFlight(id)
             return false
         }
-        flight.leading = false
-        flight.members[leader]?.state = .joining
-        flight.work = start()
-        flights[id] = flight
+        // In place: a copy of the flight would make its members' dictionary copy on write.
+        flights[id]!.leading = false
+        flights[id]!.members[leader]?.state = .joining
+        flights[id]!.work = start()
         return true
     }
 
@@ -319,9 +325,14 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
         }
     }
 
-    /// The priority flight `id` should have: the highest its members bring.
+    /// The priority flight `id` should have: the highest its members bring. (A loop, not
+    /// `compactMap` and `max`: it runs for every member added or removed, and allocates nothing.)
     func expectedPriority(_ id: FlightID) -> Priority {
-        flights[id]?.members.values.compactMap { priority(of: $0.asker) }.max() ?? .veryLow
+        var highest = Priority.veryLow
+        for member in flights[id]?.members.values ?? [:].values {
+            if let priority = priority(of: member.asker), priority > highest { highest = priority }
+        }
+        return highest
     }
 
     /// Recomputes flight `id`'s priority and, when it changed, its outputs'.
