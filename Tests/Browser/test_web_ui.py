@@ -219,6 +219,16 @@ def test_progress_then_catalog_then_details_then_caches(servers, browser):
     browser.save_screenshot(os.path.join(ARTIFACTS, "list.png"))
     assert csp_violations(browser) == [], "the loading page and the catalog ran under their policy"
 
+    # The page came compressed (several times smaller on the wire than unpacked; the stylesheet is
+    # a 304 by now, and its size is not shown); the thumbnails as they are.
+    sizes = browser.execute_script("""
+        const page = performance.getEntriesByType('navigation')[0];
+        const images = performance.getEntriesByType('resource').filter(e => e.name.includes('/thumbs/') && e.decodedBodySize > 0);
+        return [page.encodedBodySize, page.decodedBodySize, images.length, images.every(e => e.encodedBodySize === e.decodedBodySize)];""")
+    page_wire, page_size, images, images_plain = sizes
+    assert 0 < page_wire * 4 < page_size, "the page: %s bytes on the wire for %s" % (page_wire, page_size)
+    assert images > 0 and images_plain, "thumbnails are sent as they are"
+
     # A thumbnail that fails to load gives way to the placeholder (the served script's doing, not an inline handler).
     browser.execute_script("""
         const box = document.querySelector('#catalog .thumb');
