@@ -14,7 +14,8 @@ import Synchronization
 /// let image = try await pipeline.image(for: ImageRequest(url: url))
 /// ```
 ///
-/// The path of one request, top to bottom in this file:
+/// The path of one request, top to bottom in this file (the origin and the variant, stages 4 and
+/// 5, in `ImagePipeline+Origin.swift`):
 ///
 /// ```
 /// image(for:)
