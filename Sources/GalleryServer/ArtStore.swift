@@ -2,13 +2,16 @@ import Crypto
 import HTTPCaching
 import Imaging
 public import NIOCore
+import NIOPosix
 import Synchronization
 
 /// The rendered art of every piece, in memory, with checksums.
 ///
 /// Rendering is deterministic, so it happens once per process and catalog: every `ArtStore` of
-/// one catalog shares one render of all its pieces, done in parallel on first use. Immutable
-/// after creation; `Sendable`.
+/// one catalog shares one render of all its pieces, done in parallel on first use, on NIO's
+/// blocking-work threads: libvips holds a thread for each piece, which must not be one of the
+/// few threads every task and server of the process shares. Immutable after creation;
+/// `Sendable`.
 public struct ArtStore: Sendable {
     /// One rendered piece.
     public struct Piece: Sendable {
@@ -56,9 +59,11 @@ public struct ArtStore: Sendable {
                 let piece = next
                 next += 1
                 group.addTask {
-                    let png = try renderer.render(emoji: String(catalog.emoji[piece]), palette: .init(piece: piece))
-                    let digest = Hex.lowercase(SHA256.hash(data: png))
-                    return (piece, Piece(png: ByteBuffer(bytes: png), sha256: digest))
+                    try await NIOThreadPool.singleton.runIfActive {
+                        let png = try renderer.render(emoji: String(catalog.emoji[piece]), palette: .init(piece: piece))
+                        let digest = Hex.lowercase(SHA256.hash(data: png))
+                        return (piece, Piece(png: ByteBuffer(bytes: png), sha256: digest))
+                    }
                 }
             }
             for _ in 0..<8 { addNext() }

@@ -18,14 +18,14 @@ import TestSupport
 @Suite struct FeedSignatureTests {
     @Test func aSignedFeedVerifiesAndThePublishedKeyIsTheFingerprint() async throws {
         try await withGallery { galleryURL, database in
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/key"), timeout: .seconds(10))
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/key"), timeout: .seconds(30))
             #expect(response.headers.first(name: "content-type") == "application/jwk+json")
             let jwk = try JSONDecoder().decode(JSONWebKey.self, from: Data(buffer: try await response.body.collect(upTo: 10_000)))
             #expect(jwk.kty == "OKP" && jwk.crv == "Ed25519" && jwk.kid == jwk.thumbprint)
             #expect(jwk.thumbprint == testGalleryKey.fingerprint)
             #expect(try jwk.publicKey().rawRepresentation == testGalleryKey.privateKey.publicKey.rawRepresentation)
 
-            let feed = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(10))
+            let feed = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(30))
             let body = try await feed.body.collect(upTo: 1_000_000)
             let input = try #require(feed.headers.first(name: "signature-input"))
             #expect(input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest");created="#))
@@ -37,7 +37,7 @@ import TestSupport
             #expect(model.feedKey.value == .init(fingerprint: jwk.thumbprint, trustedOnFirstUse: false))
 
             // Images carry their digest too.
-            let image = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/image?4"), timeout: .seconds(10))
+            let image = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/image?4"), timeout: .seconds(30))
             let imageBody = try await image.body.collect(upTo: 1_000_000)
             #expect(image.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: imageBody.readableBytesView))
         }

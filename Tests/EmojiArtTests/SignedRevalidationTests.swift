@@ -23,11 +23,11 @@ import TestSupport
 
     @Test func theGallerySignsItsFeed304AndTheAppAcceptsIt() async throws {
         try await withGallery { galleryURL, database in
-            let first = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(10))
+            let first = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(30))
             let etag = try #require(first.headers.first(name: "etag"))
             var conditional = HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images")
             conditional.headers.add(name: "If-None-Match", value: etag)
-            let notModified = try await HTTPClient.shared.execute(conditional, timeout: .seconds(10))
+            let notModified = try await HTTPClient.shared.execute(conditional, timeout: .seconds(30))
             #expect(notModified.status == .notModified)
             #expect(notModified.headers.first(name: "signature-input")?.hasPrefix(#"feed=("@status" "etag");created="#) == true)
             #expect(notModified.headers.first(name: "signature") != nil)

@@ -22,7 +22,7 @@ import GalleryFeed
         var request = HTTPClientRequest(url: url)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let body = try await response.body.collect(upTo: 10 << 20)
         return Answer(status: response.status.code, headers: response.headers, body: [UInt8](buffer: body))
     }
