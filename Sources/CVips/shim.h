@@ -83,7 +83,13 @@ static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, i
 }
 
 static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
-    return vips_webpsave_buffer(in, buf, len, "Q", quality, "strip", TRUE, NULL);
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "smart_subsample", TRUE, "strip", TRUE, NULL);
+}
+
+/// AVIF: AV1 in HEIF, 8 bits, 4:2:0 chroma unless `quality` is high. `effort` 0 (fastest) to 9.
+static inline int cvips_avifsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int effort) {
+    return vips_heifsave_buffer(in, buf, len, "Q", quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
+                                "effort", effort, "bitdepth", 8, "subsample_mode", VIPS_FOREIGN_SUBSAMPLE_OFF, "strip", TRUE, NULL);
 }
 
 static inline int cvips_jpegsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {

@@ -8,6 +8,9 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
     case webp
     /// GIF; the first frame is used.
     case gif
+    /// AVIF (AV1 in HEIF), read by libvips' HEIF loader; a HEIF of another codec than AV1 is
+    /// reported as corrupt when the libvips in use cannot decode it.
+    case avif
 
     /// The MIME type, e.g. `image/png`.
     public var mimeType: String { "image/\(rawValue)" }
@@ -19,6 +22,7 @@ public enum ImageFormat: String, Sendable, Hashable, CaseIterable, Codable {
         else if name.contains("jpeg") { self = .jpeg }
         else if name.contains("webp") { self = .webp }
         else if name.contains("gif") { self = .gif }
+        else if name.contains("heif") { self = .avif }
         else { return nil }
     }
 }
@@ -31,6 +35,9 @@ public enum OutputFormat: Sendable, Hashable, CustomStringConvertible {
     case webp(quality: Int)
     /// JPEG at a quality from 1 to 100.
     case jpeg(quality: Int)
+    /// AVIF (AV1) at a quality from 1 to 100, made with an encoder effort from 0 (fastest) to 9
+    /// (smallest).
+    case avif(quality: Int, effort: Int)
 
     /// The MIME type of the encoded output.
     public var mimeType: String {
@@ -38,15 +45,17 @@ public enum OutputFormat: Sendable, Hashable, CustomStringConvertible {
         case .png: "image/png"
         case .webp: "image/webp"
         case .jpeg: "image/jpeg"
+        case .avif: "image/avif"
         }
     }
 
-    /// A short stable name, usable in cache keys: `png`, `webp80`, `jpeg85`.
+    /// A short stable name, usable in cache keys: `png`, `webp80`, `jpeg85`, `avif50e2`.
     public var description: String {
         switch self {
         case .png: "png"
         case let .webp(quality): "webp\(quality)"
         case let .jpeg(quality): "jpeg\(quality)"
+        case let .avif(quality, effort): "avif\(quality)e\(effort)"
         }
     }
 }

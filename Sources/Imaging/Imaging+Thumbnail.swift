@@ -17,7 +17,7 @@ extension Imaging {
     /// error, never a partly grey image. Synchronous CPU work; safe to call from many tasks at
     /// once.
     /// - Parameters:
-    ///   - data: the encoded input (PNG, JPEG, WebP or GIF).
+    ///   - data: the encoded input (PNG, JPEG, WebP, GIF or AVIF).
     ///   - size: the side of the bounding box in pixels, 1...10000.
     ///   - format: the output encoding.
     /// - Throws: any ``Error`` ``probe(_:)`` throws, ``Error/corrupt(format:detail:)`` when the
@@ -36,6 +36,9 @@ extension Imaging {
         }
         if case let .jpeg(quality) = format, !(1...100).contains(quality) {
             throw .invalidArgument("JPEG quality \(quality) must be 1...100")
+        }
+        if case let .avif(quality, effort) = format, !(1...100).contains(quality) || !(0...9).contains(effort) {
+            throw .invalidArgument("AVIF quality \(quality) must be 1...100 and effort \(effort) 0...9")
         }
         return try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
             let info = try probe(bytes)

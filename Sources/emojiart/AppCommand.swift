@@ -39,7 +39,8 @@ struct AppCommand: AsyncParsableCommand {
         let configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
             trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
-            fastLane: server.fastLane, compression: answers.compression, allowedHosts: answers.allowedHost
+            fastLane: server.fastLane, compression: answers.compression, formats: answers.servedFormats,
+            allowedHosts: answers.allowedHost
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open http://\(server.host):\(port)/")
@@ -66,7 +67,18 @@ struct AnswerOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Compress pages, JSON, scripts and styles with gzip or deflate for clients that accept it (on by default; images never). --no-compression answers them as they are, to compare.")
     var compression = true
 
+    @Option(help: ArgumentHelp("The image formats offered, comma-separated, png included: each image answer is the smallest the request's Accept names (AVIF, then WebP), else PNG. An AVIF not made yet is answered with the next format accepted while it is made in the background.", valueName: "list"))
+    var formats = "avif,webp,png"
+
+    /// ``formats`` parsed (``validate()`` has checked it).
+    var servedFormats: [ServedFormat] { (try? ServedFormat.list(formats)) ?? ServedFormat.allCases }
+
     func validate() throws {
+        do {
+            _ = try ServedFormat.list(formats)
+        } catch {
+            throw ValidationError(error.description)
+        }
         for name in allowedHost where !AppConfiguration.isValidHostName(name) {
             throw ValidationError("--allowed-host takes a host name or an IP address, without a scheme, port or path (e.g. emojiart.example), got \(name)")
         }

@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
                 host: server.host, port: server.port ?? 8080,
                 galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency,
                 trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache, fastLane: server.fastLane,
-                compression: answers.compression, allowedHosts: answers.allowedHost
+                compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost
             )
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")

@@ -61,7 +61,7 @@ import GalleryFeed
     func everyAnswerIsTheRoutesAnswer(mode: HTTPCacheMode) async throws {
         try await withTwins(mode) { twins in
             let file = try #require(twins.services.model.feedByPiece.value[5])
-            let version = AppServices.version(file, processor: twins.services.thumbnail)
+            let version = AppServices.version(file, box: 200)
             // (path, method, fields, answered by the lane?) in order: the first of a variant is a
             // miss there (passed on) and a hit on the plain server, which asks second.
             // "ETAG" stands for the ETag of the first answer.
@@ -86,9 +86,22 @@ import GalleryFeed
                 ("/thumbs/5?v=1&x=1", "GET", [], false),
                 ("/thumbs/5?v=1&v=2", "GET", [], false),
                 ("/thumbs/5/", "GET", [], false),
+                // Each format and density is a variant of its own, with its answer: a miss first.
+                ("/thumbs/5", "GET", ["Accept: image/webp,*/*"], false),
+                ("/thumbs/5", "GET", ["Accept: image/webp,*/*"], true),
+                ("/thumbs/5", "HEAD", ["Accept: image/webp,*/*"], true),
+                ("/thumbs/5", "GET", ["Accept: image/avif;q=0,image/webp,*/*"], true),
+                ("/thumbs/5", "GET", ["Accept: image/png"], true),
+                ("/thumbs/2x/5", "GET", [], false),
+                ("/thumbs/2x/5", "GET", [], true),
+                ("/thumbs/2x/5", "GET", ["Accept: image/webp"], false),
+                ("/thumbs/2x/5", "GET", ["Accept: image/webp"], true),
+                ("/thumbs/3x/5", "GET", [], false),  // no such density: the router's 404
             ]
             if mode == .immutable {
                 cases += [("/thumbs/5?v=\(version)", "GET", [], true), ("/thumbs/5?v=0000000000000000", "GET", [], false)]
+                let twice = AppServices.version(file, box: 400)
+                cases += [("/thumbs/2x/5?v=\(twice)", "GET", ["Accept: image/webp"], true), ("/thumbs/2x/5?v=\(version)", "GET", [], false)]
             }
             var etag = ""
             for (path, method, template, byLane) in cases {
@@ -108,6 +121,11 @@ import GalleryFeed
                 if fields.first?.hasPrefix("Host: evil") == true { #expect(viaRouter.status == 421) }
                 if path.contains("x=1") || path.contains("&v=") { #expect(viaRouter.status == 400, "\(path)") }
                 if byLane { #expect(laneHits == 1 && plainHits == 1, "a lane answer counts its memory hit: \(method) \(path)") }
+                if viaRouter.status == 200 || viaRouter.status == 304, path.hasPrefix("/thumbs/") || path.hasPrefix("/large/") {
+                    #expect(viaRouter["vary"] == "Accept", "\(method) \(path) \(fields)")
+                    let webp = fields.contains { $0.hasPrefix("Accept: image/webp") || $0.contains(",image/webp") }
+                    if viaRouter.status == 200 { #expect(viaRouter["content-type"] == (webp ? "image/webp" : "image/png"), "\(path) \(fields)") }
+                }
             }
             // The metrics route (passed on) shows the lane's hits with the router's.
             let metrics = String(decoding: try await ask(twins.lanePort, "/metrics").body, as: UTF8.self)
@@ -268,7 +286,7 @@ import GalleryFeed
             let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
             await model.loadAndVerify()
             func answer(_ bytes: [UInt8]) throws -> FastLane.Answer {
-                guard case let .load(plan) = services.plan(.thumbs, piece: 5, version: nil) else {
+                guard case let .load(plan) = services.plan(.init(route: .thumbs, density: 1, format: .png), piece: 5, version: nil) else {
                     throw PlanMissing()
                 }
                 return services.answer(plan, image: Image(data: bytes, contentType: "image/png", originalSHA256: "s"), ifNoneMatch: nil)
@@ -277,7 +295,7 @@ import GalleryFeed
             #expect(first.body == ByteBuffer(bytes: [1, 2, 3]))
             // Prepared now; the same size and original, other bytes: still memory's bytes.
             let checksum = try #require(model.feedByPiece.value[5]).checksum
-            #expect(services.variants.entry(.init(piece: 5, route: .thumbs), checksum: checksum)?.prepared != nil)
+            #expect(services.variants.entry(.init(piece: 5, kind: .init(route: .thumbs, density: 1, format: .png)), checksum: checksum)?.prepared != nil)
             #expect(try answer([4, 5, 6]).body == ByteBuffer(bytes: [4, 5, 6]))
             #expect(try answer([4, 5, 6, 7]).headerFields[.contentLength] == "4")
         }

@@ -19,7 +19,7 @@ import Testing
     func variant(_ variants: ServedVariants, piece: Int = 1) throws -> ServedVariant {
         let request = ImageRequest(url: try #require(URL(string: "http://127.0.0.1:1/gallery/image?\(piece)")))
         let variant = ServedVariant(
-            key: .init(piece: piece, route: .thumbs), checksum: "c\(piece)", request: request, version: "0123456789abcdef"
+            key: .init(piece: piece, kind: .init(route: .thumbs, density: 1, format: .png)), checksum: "c\(piece)", request: request, version: "0123456789abcdef"
         )
         variants.add(variant, for: variant.key)
         return variant
@@ -59,13 +59,13 @@ import Testing
         let ok = prepared.answer(versioned: false, notModified: false)
         #expect(ok.status == .ok && ok.body == ByteBuffer(bytes: data))
         #expect(ok.headerFields.map { "\($0.name): \($0.value)" } == [
-            "ETag: \"e\"", "Cache-Control: no-cache", "Content-Type: image/png", "Content-Length: 5",
+            "ETag: \"e\"", "Cache-Control: no-cache", "Vary: Accept", "Content-Type: image/png", "Content-Length: 5",
             "X-Content-Type-Options: nosniff",
         ])
         let versioned = prepared.answer(versioned: true, notModified: true)
         #expect(versioned.status == .notModified && versioned.body.readableBytes == 0)
         #expect(versioned.headerFields.map { "\($0.name): \($0.value)" } == [
-            "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable", "X-Content-Type-Options: nosniff",
+            "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable", "Vary: Accept", "X-Content-Type-Options: nosniff",
         ])
     }
 

@@ -41,7 +41,35 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// parameters (`v=`, 16 hex digits), as a PCRE pattern on
     /// `$request_uri`. A request that matches is kept under that very URI; one that does not is
     /// passed on uncached. Add a route's new parameters here, nowhere else.
-    public static let cacheableImageRequest = #"^/(?:thumbs|large)/(?:0|[1-9][0-9]{0,8})\?v=[0-9a-f]{16}$"#
+    public static let cacheableImageRequest = #"^/(?:thumbs|large)/(?:2x/)?(?:0|[1-9][0-9]{0,8})\?v=[0-9a-f]{16}$"#
+
+    /// The format token of a request's `Accept` as the edge reads it: `avif` or `webp` when the
+    /// field names that type with a q-value above 0 (AVIF first), else `png`. The edge keys
+    /// image answers by it and sends the instance the matching normalised `Accept`, so it holds
+    /// one entry per format, whatever each browser's field says. It honours a q-value of 0 but
+    /// not finer preferences: a client that names AVIF at any q-value above 0 gets AVIF.
+    static let formatMaps = #"""
+    map $http_accept $emojiart_avif {
+        "~*image/avif\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
+        "~*image/avif" avif;
+        default "";
+    }
+    map $http_accept $emojiart_webp {
+        "~*image/webp\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
+        "~*image/webp" webp;
+        default "";
+    }
+    map "$emojiart_avif:$emojiart_webp" $emojiart_format {
+        ~^avif avif;
+        :webp webp;
+        default png;
+    }
+    map $emojiart_format $emojiart_accept {
+        avif "image/avif,image/webp,image/png";
+        webp "image/webp,image/png";
+        default "image/png";
+    }
+    """#
 
     /// Whether `path` can go into nginx's configuration as a quoted string: absolute, and free of
     /// the quote, the backslash, `$` and control characters, which nginx would read as syntax.
@@ -91,9 +119,9 @@ public struct EdgeConfiguration: Sendable, Hashable {
             proxy_cache_path \(Self.quoted(cacheDirectory + "/shield")) levels=1:2 keys_zone=emojiart_shield:10m max_size=\(cacheMegabytes)m inactive=30d use_temp_path=off;
             proxy_temp_path \(Self.quoted(cacheDirectory + "/temp"));
 
-            # A piece's thumbnail and large image share one owner: the hash key is the piece.
+            # A piece's thumbnails and large images, 1x and 2x, share one owner: the hash key is the piece.
             map $uri $emojiart_piece {
-                ~^/(?:thumbs|large)/(?<piece>[0-9]+)$ $piece;
+                ~^/(?:thumbs|large)/(?:2x/)?(?<piece>[0-9]+)$ $piece;
                 default $uri;
             }
 
@@ -103,6 +131,11 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 "~\(Self.cacheableImageRequest)" $request_uri;
                 default "";
             }
+
+            # The image format by Accept (avif, webp or png): part of the key of every kept image
+            # answer, and the Accept the instance is sent, so the edge keeps one entry per format
+            # (not one per browser's Accept, which the answers' Vary: Accept would make).
+            \(Self.formatMaps)
 
             upstream emojiart_images {
                 hash $emojiart_piece consistent;
@@ -202,7 +235,11 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 if ($emojiart_image_key = "") { return 418; }
                 proxy_pass http://emojiart_images;
                 proxy_cache emojiart_images;
-                proxy_cache_key $emojiart_image_key;
+                proxy_cache_key "$emojiart_image_key $emojiart_format";
+                proxy_ignore_headers Vary;
+                proxy_set_header Accept $emojiart_accept;
+                proxy_set_header Connection "";
+                proxy_set_header Host $http_host;
                 proxy_cache_lock on;
                 proxy_cache_lock_timeout 30s;
                 proxy_cache_use_stale error timeout updating http_502 http_503;

@@ -30,6 +30,12 @@ public struct AppConfiguration: Sendable {
     /// Compress text answers (pages, JSON, scripts, styles) with gzip or deflate for clients that
     /// accept it; on by default. Images are never compressed.
     public var compression: Bool
+    /// The formats the image routes offer, chosen per request by its `Accept`
+    /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
+    /// them (``ServedFormat/list(_:)`` checks a `--formats` list); it is added when missing.
+    public var formats: [ServedFormat] {
+        didSet { formats = Self.offered(formats) }
+    }
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).
@@ -40,7 +46,7 @@ public struct AppConfiguration: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, galleryURL: URL,
         concurrency: Int = 8, thumbnailSize: Int = 200, detailSize: Int = 600, trust: GalleryTrust = .default,
         offline: Bool = false, httpCache: HTTPCacheMode = .revalidate, instanceName: String? = nil,
-        fastLane: Bool = true, compression: Bool = true, allowedHosts: [String] = []
+        fastLane: Bool = true, compression: Bool = true, formats: [ServedFormat] = ServedFormat.allCases, allowedHosts: [String] = []
     ) {
         self.host = host
         self.port = port
@@ -54,8 +60,17 @@ public struct AppConfiguration: Sendable {
         self.instanceName = instanceName
         self.fastLane = fastLane
         self.compression = compression
+        self.formats = Self.offered(formats)
         self.allowedHosts = allowedHosts
     }
+
+    /// `formats` without repeats, PNG included, smallest first.
+    static func offered(_ formats: [ServedFormat]) -> [ServedFormat] {
+        Set(formats + [.png]).sorted { $0.rank < $1.rank }
+    }
+
+    /// The side of each image route's box at 1x: ``thumbnailSize`` and ``detailSize``.
+    var boxes: [ImageRoute: Int] { [.thumbs: thumbnailSize, .large: detailSize] }
 
     /// Whether `name` can be given as an allowed host: a DNS name or an IP address (IPv6 with or
     /// without brackets), without a scheme, port or path.

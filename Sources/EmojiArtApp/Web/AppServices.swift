@@ -10,11 +10,19 @@ struct AppServices: Sendable {
     let model: EmojiArtModel
     let database: ImageDatabase
     let templates: MustacheLibrary
-    let thumbnail: ThumbnailProcessor
-    let large: ThumbnailProcessor
+    /// The processor of every variant the routes serve: each route's box at each density, in
+    /// each offered format.
+    let processors: [VariantKind: ThumbnailProcessor]
+    /// The side of each route's box at 1x, in pixels.
+    let boxes: [ImageRoute: Int]
+    /// The formats offered, smallest first; PNG always among them.
+    let formats: [ServedFormat]
     let metrics: AppMetrics
     /// Loads the details variants ahead, at low priority, once the catalog is shown.
     let prefetcher: ImagePrefetcher
+    /// Makes the variants in a format slow to encode (AVIF) that a request found not made, at
+    /// low priority, into memory and onto disk: the request after is a memory hit.
+    let backgroundEncoder: ImagePrefetcher
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.
@@ -27,9 +35,24 @@ struct AppServices: Sendable {
     /// is prefetched once, not on every load of the catalog. Cleared with the disk.
     let prefetched = PrefetchedKeys()
 
-    /// Prefetches the details variants of `pieces` that were not prefetched before.
-    func prefetchDetails(of pieces: [Int]) {
-        let requests = pieces.compactMap { variant(piece: $0, route: .large)?.request }
+    /// Makes the processors of `boxes` at every density in `formats`.
+    static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
+        var processors: [VariantKind: ThumbnailProcessor] = [:]
+        for (route, box) in boxes {
+            for density in VariantKind.densities {
+                for format in formats {
+                    processors[VariantKind(route: route, density: density, format: format)] = ThumbnailProcessor(size: box * density, format: format.output)
+                }
+            }
+        }
+        return processors
+    }
+
+    /// Prefetches the details variants (1x, in `format`) of `pieces` that were not prefetched
+    /// before.
+    func prefetchDetails(of pieces: [Int], format: ServedFormat) {
+        let kind = VariantKind(route: .large, density: 1, format: format)
+        let requests = pieces.compactMap { variant(piece: $0, kind: kind)?.request }
         let new = prefetched.keys.withLock { done in
             requests.filter { done.insert($0.cacheKey + " " + ($0.expectedSHA256 ?? "")).inserted }
         }
@@ -42,41 +65,40 @@ struct AppServices: Sendable {
     }
 
     /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
-    /// the SHA-256 of the original's checksum and the processor's identifier, so a new original
-    /// or another processor gives a new URL, known before the variant is made.
-    static func version(_ file: ImageFile, processor: ThumbnailProcessor) -> String {
-        String(SHA256Hex.digest(Array("\(file.checksum)\n\(processor.identifier)".utf8)).prefix(16))
+    /// the SHA-256 of the original's checksum and the variant's box (the route's box times the
+    /// density), so a new original or another box gives a new URL, known before the variant is
+    /// made. The format is not in it: one URL serves every format, by `Accept`.
+    static func version(_ file: ImageFile, box: Int) -> String {
+        String(SHA256Hex.digest(Array("\(file.checksum)\nthumbnail-\(box)".utf8)).prefix(16))
     }
 
-    /// The query an image URL of `file` carries in this mode: `?v=...` when immutable.
-    func query(_ file: ImageFile, processor: ThumbnailProcessor) -> String {
-        httpCache == .immutable ? "?v=" + Self.version(file, processor: processor) : ""
+    /// The path and query of `file`'s variant of `route` at `density` in this mode
+    /// (`/thumbs/2x/5?v=...` when immutable).
+    func url(_ file: ImageFile, route: ImageRoute, density: Int) -> String {
+        let path = "/\(route.rawValue)/" + (density == 1 ? "" : "\(density)x/") + "\(file.pieceNumber ?? -1)"
+        guard httpCache == .immutable, let box = boxes[route] else { return path }
+        return path + "?v=" + Self.version(file, box: box * density)
     }
 
-    /// The processor of `route`'s variants.
-    func processor(_ route: ImageRoute) -> ThumbnailProcessor {
-        route == .thumbs ? thumbnail : large
+    /// Piece `number`'s variant of `kind`, made once per feed entry; `nil` when the feed has no
+    /// such piece.
+    func variant(piece number: Int, kind: VariantKind) -> ServedVariant? {
+        entry(piece: number, kind: kind)?.variant
     }
 
-    /// Piece `number`'s variant served by `route`, made once per feed entry; `nil` when the feed
-    /// has no such piece.
-    func variant(piece number: Int, route: ImageRoute) -> ServedVariant? {
-        entry(piece: number, route: route)?.variant
-    }
-
-    /// Piece `number`'s entry for `route`: its variant, made now if the feed entry is new, with
-    /// the answer prepared so far; `nil` when the feed has no such piece.
-    func entry(piece number: Int, route: ImageRoute) -> ServedVariants.Entry? {
+    /// Piece `number`'s entry for `kind`: its variant, made now if the feed entry is new, with
+    /// the answer prepared so far; `nil` when the feed has no such piece or the format is not
+    /// offered.
+    func entry(piece number: Int, kind: VariantKind) -> ServedVariants.Entry? {
         // Every image request asks: the checksum alone is read from the feed, not its entry.
         guard let checksum = model.feedByPiece.read({ $0[number]?.checksum }) else { return nil }
-        let key = ServedVariants.Key(piece: number, route: route)
+        let key = ServedVariants.Key(piece: number, kind: kind)
         if let entry = variants.entry(key, checksum: checksum) { return entry }
-        guard let file = model.feedByPiece.value[number] else { return nil }
-        let processor = processor(route)
+        guard let file = model.feedByPiece.value[number], let processor = processors[kind], let box = boxes[kind.route] else { return nil }
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high
         let variant = ServedVariant(
-            key: key, checksum: file.checksum, request: request, version: Self.version(file, processor: processor)
+            key: key, checksum: file.checksum, request: request, version: Self.version(file, box: box * kind.density)
         )
         variants.add(variant, for: key)
         return ServedVariants.Entry(variant: variant)

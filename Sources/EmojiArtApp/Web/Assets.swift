@@ -43,7 +43,7 @@ enum Assets {
     .summary { color: var(--muted); margin: 0 0 16px; }
     .details { display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; }
     .details .art { background: #fff; border: 1px solid var(--line); border-radius: 12px; padding: 12px; }
-    .details .art img { display: block; max-width: 100%; }
+    .details .art img { display: block; max-width: 100%; height: auto; }
     .error { max-width: 640px; margin: 10vh auto; background: #fff; border: 1px solid var(--line); border-radius: 12px; padding: 24px 28px; }
     .error h2 { margin-top: 0; color: var(--bad); }
     .notice { background: #fff4e5; color: var(--warn); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; }

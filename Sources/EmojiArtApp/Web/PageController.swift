@@ -52,7 +52,12 @@ struct PageController<Context: RequestContext>: Sendable {
             let entries = await services.model.entries
             let progress = services.model.progress.value
             let cards: [[String: Any]] = entries.enumerated().map { index, entry in
-                card(index: index, file: entry.file, status: entry.status)
+                var card = card(index: index, file: entry.file, status: entry.status)
+                // The browser's own order of loading, stated: the first row at once and first,
+                // the rest of the first screen at once, what is below it when scrolled to.
+                card["firstRow"] = index < Self.firstRow
+                card["belowFirstScreen"] = index >= Self.firstScreen
+                return card
             }
             var context: [String: Any] = [
                 "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
@@ -63,7 +68,10 @@ struct PageController<Context: RequestContext>: Sendable {
             // The details variants of what is shown, ahead of a click, at low priority: after
             // every thumbnail and verification, and refused first when the queues are full.
             let pieces = Set(entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber))
-            services.prefetchDetails(of: pieces.sorted())
+            // In the format this browser's image requests will name: its page request's
+            // `Accept` lists the image formats it takes too (Chromium's does; one that names
+            // none gets the PNGs).
+            services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
             let page = await services.render("list", context)
             return Self.html(page)
         }
@@ -76,7 +84,8 @@ struct PageController<Context: RequestContext>: Sendable {
             throw HTTPError(.notFound, message: "There is no piece with that number in the catalog.")
         }
         // The person opened it: its details image, if still being prefetched, comes first now.
-        if let piece = entry.file.pieceNumber, let large = services.variant(piece: piece, route: .large)?.request {
+        let kind = VariantKind(route: .large, density: 1, format: services.format(accept: request.headers[.accept]))
+        if let piece = entry.file.pieceNumber, let large = services.variant(piece: piece, kind: kind)?.request {
             services.prefetcher.setPriority(.high, for: [large])
         }
         var page = card(index: index, file: entry.file, status: entry.status)
@@ -86,11 +95,19 @@ struct PageController<Context: RequestContext>: Sendable {
         return Self.html(await services.render("details", page))
     }
 
-    /// A card's template values, with its image URLs' query in this ``HTTPCacheMode``.
+    /// How many cards the first row of the catalog holds, and the first screen, in a window
+    /// 1400 px wide and 1000 px high (cards at least 180 px wide, about 270 px high): the first
+    /// row is fetched first, and what is below the first screen only when scrolled to.
+    static var firstRow: Int { 7 }
+    static var firstScreen: Int { 21 }
+
+    /// A card's template values, with its image URLs (1x and 2x) in this ``HTTPCacheMode``.
     func card(index: Int, file: ImageFile, status: VerificationStatus) -> [String: Any] {
         var card = Self.card(index: index, file: file, status: status)
-        card["thumbQuery"] = services.query(file, processor: services.thumbnail)
-        card["largeQuery"] = services.query(file, processor: services.large)
+        card["thumbURL"] = services.url(file, route: .thumbs, density: 1)
+        card["thumb2xURL"] = services.url(file, route: .thumbs, density: 2)
+        card["largeURL"] = services.url(file, route: .large, density: 1)
+        card["large2xURL"] = services.url(file, route: .large, density: 2)
         return card
     }
 
@@ -106,8 +123,12 @@ struct PageController<Context: RequestContext>: Sendable {
             // Only an image whose bytes match the signed feed is ever shown.
             "showImage": status == .verified,
             "placeholderText": status.failedVerification ? "failed verification" : "image unavailable",
+            // The gallery's art is 360 x 650: in the 200 px box 110 x 200, in the 600 px box
+            // 332 x 600. Stated so the page does not shift as images arrive.
             "thumbWidth": 110,
             "thumbHeight": 200,
+            "largeWidth": 332,
+            "largeHeight": 600,
         ]
     }
 

@@ -71,7 +71,8 @@ enum Templates {
       {{#cards}}
         <a class="card" href="/pieces/{{index}}" data-status="{{status}}">
           {{#showImage}}
-          <div class="thumb"><img src="/thumbs/{{piece}}{{thumbQuery}}" alt="{{name}}" width="{{thumbWidth}}" height="{{thumbHeight}}"
+          <div class="thumb"><img src="{{thumbURL}}" srcset="{{thumbURL}} 1x, {{thumb2xURL}} 2x" alt="{{name}}"
+               width="{{thumbWidth}}" height="{{thumbHeight}}" decoding="async"{{#belowFirstScreen}} loading="lazy"{{/belowFirstScreen}}{{#firstRow}} fetchpriority="high"{{/firstRow}}
                data-fallback="parent"></div>
           {{/showImage}}
           {{^showImage}}
@@ -100,7 +101,8 @@ enum Templates {
       <p><a href="/">← Back to the catalog</a></p>
       <div class="details">
         <div class="art">
-          {{#showImage}}<img id="large" src="/large/{{piece}}{{largeQuery}}" alt="{{name}}" data-fallback="self">{{/showImage}}
+          {{#showImage}}<img id="large" src="{{largeURL}}" srcset="{{largeURL}} 1x, {{large2xURL}} 2x" alt="{{name}}"
+               width="{{largeWidth}}" height="{{largeHeight}}" fetchpriority="high" data-fallback="self">{{/showImage}}
           {{^showImage}}<div class="placeholder large" data-placeholder><span class="icon">🖼️</span><span>{{placeholderText}}</span></div>{{/showImage}}
         </div>
         <div>

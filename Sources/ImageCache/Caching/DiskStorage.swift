@@ -77,6 +77,14 @@ public final class DiskStorage: Sendable {
         index.withLock { $0.costLimit = sizeLimit }
     }
 
+    /// Whether the index lists an entry for `key`: no file is read, no recency changes, and
+    /// the entry's freshness and integrity are not checked (a read still may find it damaged or
+    /// stale). For deciding how to answer before deciding to wait.
+    public func contains(key: String) -> Bool {
+        let name = fileName(forKey: key)
+        return index.withLock { $0.peek(name) != nil }
+    }
+
     /// The file name of `key`'s entry: 64 hex digits, whatever the key contains, so no key can
     /// name a path outside the directory or an over-long file name.
     public func fileName(forKey key: String) -> String {

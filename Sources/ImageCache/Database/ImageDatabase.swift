@@ -185,6 +185,13 @@ public actor ImageDatabase {
         return try await pipeline.load(miss.request, stale: nil)
     }
 
+    /// Whether `request`'s image is in memory or listed on disk: nothing is read, counted or
+    /// made (``ImagePipeline/isCached(_:)``). An app that can answer with something else at
+    /// once asks this before it decides to wait for slow processing.
+    public nonisolated func isCached(_ request: ImageRequest) -> Bool {
+        pipeline.isCached(request)
+    }
+
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).
     public nonisolated func store(image: Image, forKey key: String) async {
         imageLoader.add(image, forKey: key)

@@ -48,6 +48,14 @@ extension ImagePipeline {
     }
 
     /// The disk if it is set up and usable, without setting it up.
+    /// Whether `request`'s image is in memory or listed on the disk, without reading, counting
+    /// or making anything: a cheap "would this be answered without processing or the network?"
+    /// (see ``DiskStorage/contains(key:)`` for what a listing does not promise). `false` while
+    /// the disk is not set up.
+    public func isCached(_ request: ImageRequest) -> Bool {
+        memory.peek(request.cacheKey) != nil || readyDisk?.contains(key: request.cacheKey) == true
+    }
+
     var readyDisk: DiskStorage? { diskIsReady.load(ordering: .acquiring) ? disk : nil }
 
     /// Whether the disk tier is set up and usable.

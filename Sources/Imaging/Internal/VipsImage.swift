@@ -48,6 +48,7 @@ final class VipsImage {
         case .png: status = cvips_pngsave_buffer(pointer, &buffer, &length, png.compression, Int32(png.filter.rawValue))
         case let .webp(quality): status = cvips_webpsave_buffer(pointer, &buffer, &length, Int32(quality))
         case let .jpeg(quality): status = cvips_jpegsave_buffer(pointer, &buffer, &length, Int32(quality))
+        case let .avif(quality, effort): status = cvips_avifsave_buffer(pointer, &buffer, &length, Int32(quality), Int32(effort))
         }
         guard status == 0, let buffer else {
             let detail = VipsRuntime.takeErrorMessage()

@@ -36,24 +36,34 @@ extension AppServices {
     /// The `Cache-Control` values of image answers in this app's mode.
     var cacheControl: ImageCacheControl { ImageCacheControl(httpCache) }
 
-    /// The plan for `route` of `piece`, asked with `version` (`v=`), if any.
-    func plan(_ route: ImageRoute, piece: Int?, version: Substring?) -> ImagePlan {
-        guard let piece, let entry = entry(piece: piece, route: route) else {
+    /// The format to answer a request whose `Accept` is `accept` with (all its lines joined).
+    func format(accept: String?) -> ServedFormat {
+        ServedFormat.negotiate(accept, offered: formats)
+    }
+
+    /// The plan for `kind` of `piece`, asked with `version` (`v=`), if any.
+    func plan(_ kind: VariantKind, piece: Int?, version: Substring?) -> ImagePlan {
+        guard let piece, let entry = entry(piece: piece, kind: kind) else {
             return .notFound("no such piece in the feed")
         }
         var versioned = false
         if httpCache == .immutable, let version {
             let current = entry.variant.version
             // Another original or another variant than the URL names: send the current one.
-            guard version == current else { return .redirect("/\(route.rawValue)/\(piece)?v=\(current)") }
+            guard version == current else {
+                let density = kind.density == 1 ? "" : "\(kind.density)x/"
+                return .redirect("/\(kind.route.rawValue)/\(density)\(piece)?v=\(current)")
+            }
             versioned = true
         }
         return .load(ImageLoad(variant: entry.variant, prepared: entry.prepared, versioned: versioned))
     }
 
     /// The answer with `image`: 200 with the bytes, or 304 when `ifNoneMatch` matches its ETag.
-    /// Made once for the bytes memory holds (see ``ServedVariants``), then reused.
-    func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?) -> FastLane.Answer {
+    /// Made once for the bytes memory holds (see ``ServedVariants``), then reused. A
+    /// `provisional` answer (another format than the client's best, while that one is made) is
+    /// never marked immutable: no cache may keep it under the URL's better answer.
+    func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?, provisional: Bool = false) -> FastLane.Answer {
         let prepared: PreparedAnswer
         if let made = load.prepared, made.isMade(from: image) {
             prepared = made
@@ -63,6 +73,6 @@ extension AppServices {
             variants.keep(etag: etag, of: image, prepared: prepared, for: load.variant)
         }
         let notModified = ifNoneMatch.map { ConditionalRequest.matches($0, etag: prepared.etag) } ?? false
-        return prepared.answer(versioned: load.versioned, notModified: notModified)
+        return prepared.answer(versioned: load.versioned && !provisional, notModified: notModified)
     }
 }

@@ -5,12 +5,17 @@ import Hummingbird
 import ImageCache
 import NIOCore
 
-/// `GET /thumbs/N` (200 px) and `GET /large/N` (600 px): variants of piece N through the
-/// ``ImageDatabase``; `HEAD` too.
+/// `GET /thumbs/N` (200 px box) and `GET /large/N` (600 px box), and their 2x variants
+/// `/thumbs/2x/N` and `/large/2x/N` (boxes twice as large, never larger than the original):
+/// variants of piece N through the ``ImageDatabase``, in the format the request's `Accept`
+/// names (``ServedFormat``); `HEAD` too.
 ///
-/// Each answer carries a strong `ETag` (the SHA-256 of its bytes) and a matching
-/// `If-None-Match` is answered 304 with no body, after the image was looked up, so the toolbar's
-/// counters still show what the app's caches did. `Cache-Control` follows ``HTTPCacheMode``.
+/// Each answer carries `Vary: Accept` and a strong `ETag` (the SHA-256 of its bytes: each format
+/// has its own), and a matching `If-None-Match` is answered 304 with no body, after the image
+/// was looked up, so the toolbar's counters still show what the app's caches did.
+/// `Cache-Control` follows ``HTTPCacheMode``. A format slow to encode (AVIF) that is neither in
+/// memory nor on disk is not waited for: the next format the client accepts is sent at once,
+/// never marked immutable, while the slow one is made in the background at low priority.
 /// Memory hits are answered the same way, byte for byte, by ``fastLane`` on the event loop when
 /// the lane is on.
 struct ImageController<Context: RequestContext>: Sendable {
@@ -18,43 +23,54 @@ struct ImageController<Context: RequestContext>: Sendable {
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
-        routes.get("thumbs/:piece") { request, context in
-            try await image(request, context, route: .thumbs)
-        }
-        routes.get("large/:piece") { request, context in
-            try await image(request, context, route: .large)
+        for route in [ImageRoute.thumbs, .large] {
+            routes.get("\(route.rawValue)/:piece") { request, context in
+                try await image(request, context, route: route, density: 1)
+            }
+            routes.get("\(route.rawValue)/2x/:piece") { request, context in
+                try await image(request, context, route: route, density: 2)
+            }
         }
         return routes
     }
 
-    func image(_ request: Request, _ context: Context, route: ImageRoute) async throws -> Response {
+    func image(_ request: Request, _ context: Context, route: ImageRoute, density: Int) async throws -> Response {
         try Self.checkQuery(request)
         let piece = context.parameters.get("piece", as: Int.self)
         let version = request.uri.queryParameters.get("v").map { Substring($0) }
+        let kind = VariantKind(route: route, density: density, format: services.format(accept: request.headers[.accept]))
         // What the lane found for this very request, if it saw it: its plan and its look in
         // memory, used while the feed is the one it was planned on.
         let handoff = (FastLane.handoff as? LaneHandoff).flatMap {
-            $0.isFor(route, piece: piece, version: version) && services.isCurrent($0.load) ? $0 : nil
+            $0.isFor(kind, piece: piece, version: version) && services.isCurrent($0.load) ? $0 : nil
         }
-        switch handoff.map({ .load($0.load) }) ?? services.plan(route, piece: piece, version: version) {
+        switch handoff.map({ .load($0.load) }) ?? services.plan(kind, piece: piece, version: version) {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
         case let .redirect(location):
-            return Response(status: .temporaryRedirect, headers: [.location: location, .cacheControl: "no-store"])
+            return Response(status: .temporaryRedirect, headers: [.location: location, .cacheControl: "no-store", .vary: "Accept"])
         case let .load(plan):
+            var load = plan
+            var provisional = false
+            if kind.format.isSlowToEncode, !services.database.isCached(plan.request),
+               case let .load(faster) = services.plan(services.fasterKind(kind, accept: request.headers[.accept]), piece: piece, version: version) {
+                // Made in the background, at low priority, for the requests after this one.
+                services.backgroundEncoder.startPrefetching(with: [plan.request])
+                (load, provisional) = (faster, true)
+            }
             let image: Image
             do {
-                if let handoff {
+                if let handoff, !provisional {
                     image = try await services.database.image(after: handoff.miss)
                 } else {
-                    image = try await services.database.image(plan.request)
+                    image = try await services.database.image(load.request)
                 }
             } catch ImageLoader.Error.httpStatus(404, _) {
-                throw HTTPError(.notFound, message: "the gallery does not have piece \(plan.piece)")
+                throw HTTPError(.notFound, message: "the gallery does not have piece \(load.piece)")
             } catch {
                 throw HTTPError(.badGateway, message: "\(error)")
             }
-            let answer = services.answer(plan, image: image, ifNoneMatch: request.headers[.ifNoneMatch])
+            let answer = services.answer(load, image: image, ifNoneMatch: request.headers[.ifNoneMatch], provisional: provisional)
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
         }
     }
@@ -86,23 +102,31 @@ struct ImageController<Context: RequestContext>: Sendable {
         { [services] request in
             // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
             if let host = request.firstValue(of: "Host"), !services.allowedHosts.allows(host: host.utf8[...]) { return nil }
-            guard let target = ImageRoute.parse(request.target),
-                  case let .load(plan) = services.plan(target.route, piece: target.piece, version: target.version)
-            else { return nil }
+            guard let target = ImageRoute.parse(request.target) else { return nil }
+            let kind = VariantKind(route: target.route, density: target.density, format: services.format(accept: request.field("Accept")))
+            guard case let .load(plan) = services.plan(kind, piece: target.piece, version: target.version) else { return nil }
             switch services.database.lookInMemory(plan.variant.request) {
             case let .hit(image):
                 return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
             case let .miss(miss):
-                request.handoff = LaneHandoff(route: target.route, piece: target.piece, version: target.version, load: plan, miss: miss)
+                request.handoff = LaneHandoff(kind: kind, piece: target.piece, version: target.version, load: plan, miss: miss)
                 return nil
             }
         }
     }
 }
 
+extension AppServices {
+    /// `kind` in the best format the client accepts that is quick to encode: what a request for
+    /// a slow format not yet made is answered with meanwhile.
+    func fasterKind(_ kind: VariantKind, accept: String?) -> VariantKind {
+        VariantKind(route: kind.route, density: kind.density, format: ServedFormat.negotiate(accept, offered: formats.filter { !$0.isSlowToEncode }))
+    }
+}
+
 /// What the lane found for an image request it passed on: the route goes on from there.
 struct LaneHandoff: Sendable {
-    let route: ImageRoute
+    let kind: VariantKind
     let piece: Int
     let version: Substring?
     let load: AppServices.ImageLoad
@@ -110,8 +134,8 @@ struct LaneHandoff: Sendable {
 
     /// Whether it was made for the request the route is answering (it always is, request for
     /// request; checked all the same).
-    func isFor(_ route: ImageRoute, piece: Int?, version: Substring?) -> Bool {
-        self.route == route && self.piece == piece && self.version == version
+    func isFor(_ kind: VariantKind, piece: Int?, version: Substring?) -> Bool {
+        self.kind == kind && self.piece == piece && self.version == version
     }
 }
 
@@ -120,9 +144,10 @@ enum ImageRoute: String, Sendable {
     case thumbs
     case large
 
-    /// `/thumbs/N` or `/large/N` with N in ASCII digits, and no query or one `v=` of letters and
-    /// digits; `nil` for any other form (the router answers those).
-    static func parse(_ path: String) -> (route: ImageRoute, piece: Int, version: Substring?)? {
+    /// `/thumbs/N` or `/large/N` (density 1), `/thumbs/2x/N` or `/large/2x/N` (density 2), with
+    /// N in ASCII digits, and no query or one `v=` of letters and digits; `nil` for any other
+    /// form (the router answers those).
+    static func parse(_ path: String) -> (route: ImageRoute, density: Int, piece: Int, version: Substring?)? {
         let utf8 = path.utf8
         let route: ImageRoute
         let prefix: Int
@@ -136,6 +161,11 @@ enum ImageRoute: String, Sendable {
         // By UTF-8 offsets: the path is ASCII where it matters, and counting characters would cost
         // more than the memory hit this leads to.
         var rest = utf8[utf8.index(utf8.startIndex, offsetBy: prefix)...]
+        var density = 1
+        if rest.starts(with: "2x/".utf8) {
+            density = 2
+            rest = rest.dropFirst(3)
+        }
         var piece = 0
         var digits = 0
         while let byte = rest.first, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
@@ -145,14 +175,14 @@ enum ImageRoute: String, Sendable {
             rest = rest.dropFirst()
         }
         guard digits > 0 else { return nil }
-        guard let mark = rest.first else { return (route, piece, nil) }
+        guard let mark = rest.first else { return (route, density, piece, nil) }
         let query = rest.dropFirst()
         guard mark == UInt8(ascii: "?"), query.starts(with: "v=".utf8) else { return nil }
         let version = query.dropFirst(2)
         guard !version.isEmpty, version.count <= 64, version.allSatisfy({
             ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z"))
         }) else { return nil }
-        return (route, piece, Substring(version))
+        return (route, density, piece, Substring(version))
     }
 }
 

@@ -4,9 +4,10 @@ import ImageCache
 import NIOCore
 import Synchronization
 
-/// A variant's answer made once for the bytes memory holds: its ETag, its body and its heads
-/// (status and header fields, which the fast lane keeps encoded), for the mode's plain
-/// `Cache-Control` and, with a current `v=`, for the immutable one.
+/// A variant's answer made once for the bytes memory holds (each format and density of a piece
+/// has its own): its ETag, its body and its heads (status and header fields, which the fast
+/// lane keeps encoded), for the mode's plain `Cache-Control` and, with a current `v=`, for the
+/// immutable one.
 final class PreparedAnswer: Sendable {
     /// One `Cache-Control`'s heads: 200's and 304's.
     struct Heads: Sendable {
@@ -30,7 +31,10 @@ final class PreparedAnswer: Sendable {
         func heads(_ cacheControl: String) -> Heads {
             // In this order, the order the route has always sent; `nosniff` last, where the
             // router's middleware adds it to every answer (see `BrowserGuardMiddleware`).
-            let validators = [HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl)]
+            // `Vary: Accept` on every image answer, 304s included: the format follows `Accept`.
+            let validators = [
+                HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl), HTTPField(name: .vary, value: "Accept"),
+            ]
             let noSniff = HTTPField(name: .xContentTypeOptions, value: "nosniff")
             let ok = HTTPFields(validators + [
                 HTTPField(name: .contentType, value: Self.servedContentType(image.contentType)),

@@ -15,10 +15,10 @@ import Synchronization
 /// after memory evicts it); what all of them hold is kept under ``preparedBudget``, past which
 /// answers are built per request.
 final class ServedVariants: Sendable {
-    /// A piece's variant: the route that serves it.
+    /// A piece's variant: the route, density and format that serve it.
     struct Key: Hashable {
         let piece: Int
-        let route: ImageRoute
+        let kind: VariantKind
     }
 
     /// The ETag of a variant's bytes, with the original digest and size it was computed for: a
@@ -91,6 +91,17 @@ final class ServedVariants: Sendable {
             state.entries[variant.key] = entry
         }
     }
+}
+
+/// What an image URL and the request's `Accept` name, piece aside: the route (its box), the
+/// density (`/thumbs/N` is 1x, `/thumbs/2x/N` 2x) and the format negotiated.
+struct VariantKind: Hashable, Sendable {
+    let route: ImageRoute
+    let density: Int
+    let format: ServedFormat
+
+    /// The densities the routes serve.
+    static let densities = [1, 2]
 }
 
 /// A piece's variant as the routes serve it, for one feed checksum.

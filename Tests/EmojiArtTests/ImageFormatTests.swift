@@ -1,0 +1,161 @@
+import AsyncHTTPClient
+import FastLane
+import Hummingbird
+@testable import EmojiArtApp
+import Foundation
+import ImageCache
+import Imaging
+import NIOCore
+import NIOHTTP1
+import Testing
+import TestSupport
+
+/// The image routes' formats by `Accept`, their densities, and the page that links them, against
+/// a real gallery and app (the lane on) and libvips reading back what was sent.
+@Suite(.serialized) struct ImageFormatTests {
+    static let chromium = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+
+    struct Answer {
+        let status: Int
+        let fields: [String: String]
+        let body: [UInt8]
+    }
+
+    static func get(_ port: Int, _ path: String, accept: String? = nil, fields: [String: String] = [:]) async throws -> Answer {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+        if let accept { request.headers.add(name: "Accept", value: accept) }
+        for (name, value) in fields { request.headers.add(name: name, value: value) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 10 << 20)
+        var answer: [String: String] = [:]
+        for field in response.headers { answer[field.name.lowercased()] = field.value }
+        return Answer(status: Int(response.status.code), fields: answer, body: Array(body.readableBytesView))
+    }
+
+    /// Waits, on the database's own change stream, until `request`'s image is cached.
+    static func waitUntilCached(_ request: ImageRequest, in database: ImageDatabase) async {
+        if database.isCached(request) { return }
+        for await _ in database.onSchedulingChange where database.isCached(request) { return }
+    }
+
+    @Test func eachAcceptGetsItsFormatAndEveryAnswerVaries() async throws {
+        try await withVerifiedApp { port, _, _ in
+            for (accept, type) in [
+                (nil, "image/png"), ("*/*", "image/png"), ("image/png", "image/png"), ("image/webp,*/*", "image/webp"),
+                ("image/avif;q=0, image/webp", "image/webp"), ("image/avif;q=0, image/webp;q=0", "image/png"),
+            ] as [(String?, String)] {
+                let answer = try await Self.get(port, "/thumbs/5", accept: accept)
+                #expect(answer.status == 200 && answer.fields["content-type"] == type, "\(accept ?? "(none)")")
+                #expect(answer.fields["vary"] == "Accept")
+                let info = try Imaging().probe(answer.body)
+                #expect(info.format.mimeType == type && max(info.width, info.height) == 200, "\(accept ?? "(none)"): \(info)")
+                let notModified = try await Self.get(port, "/thumbs/5", accept: accept, fields: ["If-None-Match": answer.fields["etag"] ?? ""])
+                #expect(notModified.status == 304 && notModified.fields["vary"] == "Accept")
+            }
+            // Each format its own bytes, so its own ETag.
+            let png = try await Self.get(port, "/thumbs/5")
+            let webp = try await Self.get(port, "/thumbs/5", accept: "image/webp")
+            #expect(png.fields["etag"] != webp.fields["etag"])
+            #expect(webp.body.count * 3 < png.body.count, "WebP \(webp.body.count) bytes, PNG \(png.body.count)")
+            // An ETag of another format is no match.
+            let other = try await Self.get(port, "/thumbs/5", accept: "image/webp", fields: ["If-None-Match": png.fields["etag"] ?? ""])
+            #expect(other.status == 200 && other.fields["content-type"] == "image/webp")
+        }
+    }
+
+    @Test func anAVIFNotMadeYetIsAnsweredWithTheNextFormatAtOnceAndIsMadeInTheBackground() async throws {
+        try await withGallery { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: .immutable)
+            let model = makeModel(galleryURL, database)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            await model.loadAndVerify()
+            let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
+            try await withLiveServer({ running in
+                Application(
+                    responder: router.buildResponder(), server: .http1(fastLane: lane),
+                    configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+                    onServerRunning: { await running($0.localAddress?.port ?? 0) }
+                )
+            }) { port in
+                let file = try #require(model.feedByPiece.value[7])
+                let path = services.url(file, route: .thumbs, density: 1)
+                let avif = try #require(services.variant(piece: 7, kind: .init(route: .thumbs, density: 1, format: .avif))).request
+                #expect(!database.isCached(avif))
+
+                // The first: WebP, made now, not immutable (no cache keeps it under the URL).
+                let first = try await Self.get(port, path, accept: Self.chromium)
+                #expect(first.status == 200 && first.fields["content-type"] == "image/webp")
+                #expect(first.fields["cache-control"] == "no-cache" && first.fields["vary"] == "Accept")
+                // A client that takes AVIF and PNG only gets the PNG meanwhile.
+                let png = try await Self.get(port, services.url(file, route: .large, density: 1), accept: "image/avif,image/png")
+                #expect(png.fields["content-type"] == "image/png" && png.fields["cache-control"] == "no-cache")
+
+                // Meanwhile the AVIF is made, at low priority, into memory: the next is the lane's.
+                await Self.waitUntilCached(avif, in: database)
+                let answered = lane.answered
+                let second = try await Self.get(port, path, accept: Self.chromium, fields: ["If-None-Match": first.fields["etag"] ?? ""])
+                #expect(lane.answered == answered + 1, "a memory hit, answered on the event loop")
+                #expect(second.status == 200 && second.fields["content-type"] == "image/avif")
+                #expect(second.fields["cache-control"] == "public, max-age=31536000, immutable")
+                let info = try Imaging().probe(second.body)
+                #expect(info.format == .avif && info.height == 200)
+                #expect(second.body.count * 5 < (try await Self.get(port, path)).body.count, "AVIF much smaller than the PNG")
+            }
+        }
+    }
+
+    @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
+        try await withVerifiedApp { port, database, services in
+            let before = database.stats().scheduling.processing.started
+            try await withThrowingTaskGroup(of: String?.self) { group in
+                for index in 0..<24 {
+                    let accept = ["image/webp", "image/png", "*/*"][index % 3]
+                    group.addTask { try await Self.get(port, "/thumbs/2x/4", accept: accept).fields["content-type"] }
+                }
+                var types: [String: Int] = [:]
+                for try await type in group { types[type ?? "none", default: 0] += 1 }
+                #expect(types == ["image/webp": 8, "image/png": 16])
+            }
+            #expect(database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
+
+            // A new process, as far as the cache knows: the same directory, a new database.
+            let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
+            let disk = try #require(database.pipeline.disk)
+            if !disk.contains(key: webp.cacheKey) {
+                // Each disk write that ends is a change.
+                for await _ in database.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
+            }
+            let directory = disk.directory
+            let restarted = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
+            let image = try await restarted.image(webp)
+            #expect(image.contentType == "image/webp")
+            #expect(restarted.stats().diskHits == 1 && restarted.stats().scheduling.processing.started == 0)
+        }
+    }
+
+    @Test func twiceTheDensityIsTwiceTheBoxButNeverLargerThanTheOriginal() async throws {
+        try await withVerifiedApp { port, _, _ in
+            for (path, width, height) in [
+                ("/thumbs/5", 110, 200), ("/thumbs/2x/5", 221, 400), ("/large/5", 332, 600), ("/large/2x/5", 360, 650),
+            ] {
+                let info = try Imaging().probe(try await Self.get(port, path, accept: "image/webp").body)
+                #expect(abs(info.width - width) <= 1 && info.height == height, "\(path): \(info.width)x\(info.height)")
+            }
+        }
+    }
+
+    @Test func thePageOffersBothDensitiesWithSizesAndLoadsTheFirstScreenFirst() async throws {
+        try await withVerifiedApp { port, _, _ in
+            let page = String(decoding: try await Self.get(port, "/").body, as: UTF8.self)
+            let images = page.components(separatedBy: "<img ").dropFirst().map { String($0.prefix { $0 != ">" }) }
+            #expect(images.count == 78)
+            for image in images {
+                let src = try #require(image.firstMatch(of: /src="([^"]+)"/)?.1)
+                #expect(image.contains(#"srcset="\#(src) 1x, "#) && image.contains(#" 2x""#) && image.contains("/thumbs/2x/"), "\(image)")
+                #expect(image.contains(#"width="110""#) && image.contains(#"height="200""#) && image.contains(#"decoding="async""#))
+            }
+            #expect(images.prefix(5).allSatisfy { $0.contains(#"fetchpriority="high""#) && !$0.contains("loading=") })
+            #expect(images.suffix(40).allSatisfy { $0.contains(#"loading="lazy""#) && !$0.contains("fetchpriority") })
+        }
+    }
+}
