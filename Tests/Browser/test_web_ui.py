@@ -82,16 +82,35 @@ def thread_stacks(pid):
 @pytest.fixture(scope="module")
 def browser():
     """Started first, so that Chromium's first start (slow on a new machine) is over before the app exists."""
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000"]:
-        options.add_argument(argument)
-    # The console's messages, read by csp_violations: the pages' policy allows no inline script or style.
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
-    driver.set_page_load_timeout(60)
+    driver = chromium()
     yield driver
     driver.quit()
+
+
+def chromium(*extra):
+    """Headless Chromium, 1280 x 1000, with `extra` arguments (such as a device scale factor)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000", *extra]:
+        options.add_argument(argument)
+    # The console's messages, read by csp_violations (the pages' policy allows no inline script or style), and the
+    # network's, read by image_responses.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+def image_responses(driver):
+    """{url: MIME type} of the image answers the browser received since the last call (reading drains the log)."""
+    types = {}
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.responseReceived":
+            response = message["params"]["response"]
+            if "/thumbs/" in response["url"] or "/large/" in response["url"]:
+                types[response["url"]] = response["mimeType"]
+    return types
 
 
 def csp_violations(driver):
@@ -145,10 +164,16 @@ def counter(driver, name):
 
 
 def wait_for_catalog(driver):
-    """Waits for the 87 cards and for every thumbnail to finish loading (or fail)."""
+    """Waits for the 87 cards and for every thumbnail to finish loading (or fail). Thumbnails below the first
+    screen load lazily, when scrolled near: the page is scrolled to its end, as a person looking at it all does."""
     WebDriverWait(driver, 60).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#catalog .card")) == 87)
-    WebDriverWait(driver, 60).until(lambda d: d.execute_script(
-        "return Array.from(document.querySelectorAll('#catalog img')).every(i => i.complete)"))
+    # Each look brings the first thumbnail not loaded yet into view.
+    WebDriverWait(driver, 60).until(lambda d: d.execute_script("""
+        const waiting = Array.from(document.querySelectorAll('#catalog img')).find(i => !i.complete);
+        if (!waiting) return true;
+        waiting.scrollIntoView({block: 'center'});
+        return false;"""))
+    driver.execute_script("window.scrollTo(0, 0)")
 
 
 def press(driver, button_id):
@@ -209,7 +234,12 @@ def test_progress_then_catalog_then_details_then_caches(servers, browser):
     assert values == sorted(values), "the bar went backwards: %s" % values
     assert values[-1] == 87, "the bar ended at %s, not 87 of 87" % values[-1]
 
-    # 2. The catalog: 87 cards, 78 thumbnails really loaded, 9 placeholders.
+    # 2. The catalog: 87 cards, 78 thumbnails really loaded, 9 placeholders; those below the first screen only
+    #    once scrolled near.
+    WebDriverWait(browser, 60).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#catalog .card")) == 87)
+    WebDriverWait(browser, 60).until(lambda d: d.execute_script(
+        "return Array.from(document.querySelectorAll('#catalog img:not([loading=lazy])')).every(i => i.complete)"))
+    assert loaded_thumbnails(browser) < 78, "the last rows wait until scrolled to"
     wait_for_catalog(browser)
     assert loaded_thumbnails(browser) == 78
     assert len(browser.find_elements(By.CSS_SELECTOR, "#catalog .card [data-placeholder]")) == 9
@@ -325,3 +355,29 @@ def test_a_page_of_another_site_cannot_clear_the_caches(servers, browser):
     wait_for_catalog(browser)
     press(browser, "clear-disk")
     assert json.loads(app_json(app_url, "/stats"))["diskEntries"] < before["diskEntries"]
+
+
+def test_on_a_2x_screen_every_thumbnail_is_sharp_and_compact(servers):
+    """At device pixel ratio 2 the browser takes each thumbnail's 2x variant (a 400 px box) and, naming AVIF and WebP
+    in its Accept, gets one of them: AVIF once made, WebP while it is being made."""
+    app_url, gallery = servers
+    gallery.open()
+    driver = chromium("--force-device-scale-factor=2")
+    try:
+        driver.get(app_url)
+        wait_for_catalog(driver)
+        shown = driver.execute_script("""
+            return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.naturalWidth > 0)
+                .map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight]);""")
+        assert len(shown) == 78
+        for url, width, height in shown:
+            # A 2x image's natural size is given in CSS pixels: half its pixels on each side.
+            assert "/thumbs/2x/" in url and height * 2 == 400 and 200 < width * 2 <= 224, (url, width, height)
+        types = image_responses(driver)
+        urls = {url for url, _, _ in shown}  # 26 pieces, each shown 3 times
+        received = {url: types[url] for url in urls if url in types}
+        assert len(urls) == 26 and len(received) == 26, "every thumbnail's answer was seen: %s of %s" % (len(received), len(urls))
+        assert set(received.values()) <= {"image/avif", "image/webp"}, set(received.values())
+        driver.save_screenshot(os.path.join(ARTIFACTS, "list-2x.png"))
+    finally:
+        driver.quit()

@@ -277,6 +277,43 @@ final class RunningCluster: Sendable {
         try await cluster.stop()
     }
 
+    @Test func theEdgeKeepsOneEntryPerFormatNotOnePerAcceptAndNeverAStandIn() async throws {
+        let directory = TemporaryDirectory("emojiart-edge-formats")
+        let cluster = try await RunningCluster(["--instances", "2", "--work-dir", directory.url.path])
+        do {
+            let (thumbnails, _) = try await Self.catalogURLs(cluster)
+            let url = try #require(thumbnails.first)
+            let before = Self.edgeCacheFiles(directory.url)
+            // Eight Accept fields, two formats: two entries, each answer in its format.
+            let accepts = [
+                ("*/*", "image/png"), ("image/png", "image/png"), ("text/html, */*;q=0.1", "image/png"),
+                ("text/x;p=image/avif, image/avifx, */*", "image/png"),
+                ("image/webp,*/*", "image/webp"), ("image/avif;q=0, image/webp", "image/webp"), ("IMAGE/WEBP;q=0.5", "image/webp"),
+                ("image/avif;level=1;q=0.000, image/webp", "image/webp"),
+            ]
+            for round in ["MISS", "HIT"] {
+                for (accept, type) in accepts {
+                    let answer = try await cluster.get(url, headers: [("Accept", accept)])
+                    #expect(answer.status == 200 && answer.headers.first(name: "content-type") == type, "\(accept)")
+                    #expect(answer.headers.first(name: "vary") == "Accept")
+                    let status = answer.headers.first(name: "x-cache-status")
+                    #expect(round == "HIT" ? status == "HIT" : true, "\(accept): \(status ?? "-")")
+                }
+            }
+            #expect(Self.edgeCacheFiles(directory.url) == before + 2, "one entry per format")
+            // AVIF, not made yet: the instance's stand-in (WebP, no-cache) passes and is not kept.
+            let chromium = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+            let standIn = try await cluster.get(url, headers: [("Accept", chromium)])
+            #expect(standIn.headers.first(name: "content-type") == "image/webp" && standIn.headers.first(name: "cache-control") == "no-cache")
+            #expect(standIn.headers.first(name: "x-cache-status") == "MISS")
+            #expect(Self.edgeCacheFiles(directory.url) == before + 2, "no stand-in kept under the AVIF entry")
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
     @Test func theFeedsSignedAnswersPassTheShieldEndToEnd304sIncluded() async throws {
         let cluster = try await RunningCluster()
         do {

@@ -28,6 +28,7 @@ import Testing
         ("text/html", .png),  // nothing acceptable: PNG all the same
         ("", .png),
         (",,;;", .png),
+        ("image/avif," + String(repeating: "a/b,", count: 600), .png),  // over 2 KiB: not read
     ] as [(String?, ServedFormat)])
     func acceptChoosesTheFormat(accept: String?, format: ServedFormat) {
         #expect(ServedFormat.negotiate(accept, offered: Self.all) == format, "\(accept ?? "(none)")")

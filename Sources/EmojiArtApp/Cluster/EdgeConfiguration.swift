@@ -46,17 +46,18 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// The format token of a request's `Accept` as the edge reads it: `avif` or `webp` when the
     /// field names that type with a q-value above 0 (AVIF first), else `png`. The edge keys
     /// image answers by it and sends the instance the matching normalised `Accept`, so it holds
-    /// one entry per format, whatever each browser's field says. It honours a q-value of 0 but
-    /// not finer preferences: a client that names AVIF at any q-value above 0 gets AVIF.
+    /// one entry per format, whatever each browser's field says, and each entry is in its
+    /// token's format. It honours a q-value of 0 but not finer preferences: a client that names
+    /// AVIF at any q-value above 0 gets AVIF (where the app alone would weigh it against PNG).
     static let formatMaps = #"""
     map $http_accept $emojiart_avif {
-        "~*image/avif\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
-        "~*image/avif" avif;
+        "~*(?:^|,)\s*image/avif\s*;[^,]*\bq\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
+        "~*(?:^|,)\s*image/avif\s*(?:[,;]|$)" avif;
         default "";
     }
     map $http_accept $emojiart_webp {
-        "~*image/webp\s*;\s*q\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
-        "~*image/webp" webp;
+        "~*(?:^|,)\s*image/webp\s*;[^,]*\bq\s*=\s*0(?:\.0{0,3})?\s*(?:[,;]|$)" "";
+        "~*(?:^|,)\s*image/webp\s*(?:[,;]|$)" webp;
         default "";
     }
     map "$emojiart_avif:$emojiart_webp" $emojiart_format {

@@ -1,6 +1,7 @@
 import FastLane
 public import Hummingbird
 public import ImageCache
+import Imaging
 public import Logging
 import NIOCore
 
@@ -47,13 +48,15 @@ public enum EmojiArtApp {
     static func buildRouterAndServices(
         _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
     ) throws -> (router: Router<BasicRequestContext>, services: AppServices) {
+        // Only formats this libvips can write (AVIF needs libheif's AV1 encoder).
+        let formats = configuration.formats.filter { Imaging().canEncode($0.output) }
         let services = AppServices(
             model: model,
             database: database,
             templates: try Templates.library(),
-            processors: AppServices.processors(boxes: configuration.boxes, formats: configuration.formats),
+            processors: AppServices.processors(boxes: configuration.boxes, formats: formats),
             boxes: configuration.boxes,
-            formats: configuration.formats,
+            formats: formats,
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(database: database),
             backgroundEncoder: ImagePrefetcher(database: database, destination: .memoryCache),

@@ -65,11 +65,13 @@ struct AppServices: Sendable {
     }
 
     /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
-    /// the SHA-256 of the original's checksum and the variant's box (the route's box times the
-    /// density), so a new original or another box gives a new URL, known before the variant is
-    /// made. The format is not in it: one URL serves every format, by `Accept`.
-    static func version(_ file: ImageFile, box: Int) -> String {
-        String(SHA256Hex.digest(Array("\(file.checksum)\nthumbnail-\(box)".utf8)).prefix(16))
+    /// the SHA-256 of the original's checksum, the variant's box (the route's box times the
+    /// density) and the encoder settings of every format offered, so a new original, another
+    /// box or other settings give a new URL, known before the variant is made. One URL serves
+    /// every offered format, by `Accept`.
+    static func version(_ file: ImageFile, box: Int, formats: [ServedFormat]) -> String {
+        let encodings = formats.map(\.output.description).joined(separator: ",")
+        return String(SHA256Hex.digest(Array("\(file.checksum)\nthumbnail-\(box)\n\(encodings)".utf8)).prefix(16))
     }
 
     /// The path and query of `file`'s variant of `route` at `density` in this mode
@@ -77,7 +79,7 @@ struct AppServices: Sendable {
     func url(_ file: ImageFile, route: ImageRoute, density: Int) -> String {
         let path = "/\(route.rawValue)/" + (density == 1 ? "" : "\(density)x/") + "\(file.pieceNumber ?? -1)"
         guard httpCache == .immutable, let box = boxes[route] else { return path }
-        return path + "?v=" + Self.version(file, box: box * density)
+        return path + "?v=" + Self.version(file, box: box * density, formats: formats)
     }
 
     /// Piece `number`'s variant of `kind`, made once per feed entry; `nil` when the feed has no
@@ -98,7 +100,7 @@ struct AppServices: Sendable {
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high
         let variant = ServedVariant(
-            key: key, checksum: file.checksum, request: request, version: Self.version(file, box: box * kind.density)
+            key: key, checksum: file.checksum, request: request, version: Self.version(file, box: box * kind.density, formats: formats)
         )
         variants.add(variant, for: key)
         return ServedVariants.Entry(variant: variant)

@@ -47,15 +47,23 @@ extension ImagePipeline {
         return readyDisk
     }
 
-    /// The disk if it is set up and usable, without setting it up.
-    /// Whether `request`'s image is in memory or listed on the disk, without reading, counting
-    /// or making anything: a cheap "would this be answered without processing or the network?"
-    /// (see ``DiskStorage/contains(key:)`` for what a listing does not promise). `false` while
-    /// the disk is not set up.
+    /// Whether `request`'s image is in memory, usable (fresh, and for a variant made from the
+    /// original the request expects), or listed on the disk; without reading a file, counting a
+    /// hit or making anything. A cheap "would this be answered without processing or the
+    /// network?": a disk listing is not read, so an entry found stale, damaged or made from an
+    /// earlier original when it is read still means work (``DiskStorage/contains(key:)``).
+    /// `false` for the disk while it is not set up.
     public func isCached(_ request: ImageRequest) -> Bool {
-        memory.peek(request.cacheKey) != nil || readyDisk?.contains(key: request.cacheKey) == true
+        if let entry = memory.peek(request.cacheKey) {
+            switch lookup(entry, for: request) {
+            case .answer, .answerAndRefresh: return true
+            case .revalidate, .miss: break
+            }
+        }
+        return readyDisk?.contains(key: request.cacheKey) == true
     }
 
+    /// The disk if it is set up and usable, without setting it up.
     var readyDisk: DiskStorage? { diskIsReady.load(ordering: .acquiring) ? disk : nil }
 
     /// Whether the disk tier is set up and usable.

@@ -12,7 +12,8 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     /// AVIF: about a ninth of the PNG's bytes; slow to encode (about three PNGs' time), so a
     /// first request is answered with a faster format while it is made (see ``isSlowToEncode``).
     case avif
-    /// WebP (lossy, smart chroma subsampling): about a quarter of the PNG's bytes.
+    /// WebP (lossy, at quality 97 with smart chroma subsampling: below that the art's gradients
+    /// pass the bound): under a third of the PNG's bytes.
     case webp
     /// Lossless PNG: what every client takes.
     case png
@@ -21,7 +22,7 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     public var output: OutputFormat {
         switch self {
         case .avif: .avif(quality: 60, effort: 2)
-        case .webp: .webp(quality: 95)
+        case .webp: .webp(quality: 97)
         case .png: .png
         }
     }
@@ -79,9 +80,12 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     /// libraries send `*/*`). PNG's q-value is that of the most specific range that matches it
     /// (`image/png`, then `image/*`, then `*/*`; 1 with no `Accept` at all). The highest
     /// q-value wins, and among equal ones the smaller format; PNG when nothing offered is
-    /// accepted (a client that refuses every format still gets the image).
+    /// accepted (a client that refuses every format still gets the image), or when the field is
+    /// longer than 2 KiB.
     public static func negotiate(_ accept: String?, offered: [ServedFormat]) -> ServedFormat {
-        guard let accept else { return .png }
+        // No browser sends more than a few hundred bytes; a longer field is not read (its
+        // elements would cost an allocation each, on the event loop).
+        guard let accept, accept.utf8.count <= maxAcceptLength else { return .png }
         var exact: [ServedFormat: Double] = [:]
         var anyImage: Double?
         var anything: Double?
@@ -115,6 +119,9 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
         }
         return best
     }
+
+    /// The longest `Accept` field ``negotiate(_:offered:)`` reads; PNG for a longer one.
+    static let maxAcceptLength = 2048
 
     /// A q-value as RFC 9110 writes it: `0`, `1`, `0.` or `1.` and up to three digits (1's all
     /// zeros); `nil` for anything else.
