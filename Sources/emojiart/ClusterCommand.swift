@@ -43,6 +43,9 @@ struct ClusterCommand: AsyncParsableCommand {
     @Option(help: "Seed of the gallery's feed.")
     var seed: UInt64 = GalleryConfiguration.defaultSeed
 
+    @Flag(help: "Serve the edge over TLS and HTTP/2 with a new self-signed certificate for 127.0.0.1 (made with openssl), and print the SHA-256 of its public key for Chromium's --ignore-certificate-errors-spki-list. The instances stay HTTP/1.1 behind nginx.")
+    var tls = false
+
     func validate() throws {
         guard (1...32).contains(instances) else { throw ValidationError("--instances must be 1...32") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
@@ -62,6 +65,8 @@ struct ClusterCommand: AsyncParsableCommand {
         for folder in ["nginx", "nginx-cache/temp"] {
             try FileManager.default.createDirectory(at: work.appendingPathComponent(folder), withIntermediateDirectories: true)
         }
+
+        let certificate = tls ? try SelfSignedCertificate.make(in: work.appendingPathComponent("tls")) : nil
 
         // The gallery, in this process, with a key the instances pin.
         let key = try gallerySigningKey(nil)
@@ -83,7 +88,7 @@ struct ClusterCommand: AsyncParsableCommand {
             let edge = try EdgeConfiguration(
                 instancePorts: (0..<instances).map { _ in LoopbackPort.free() }, galleryPort: galleryPortNumber,
                 edgePort: port == 0 ? LoopbackPort.free() : port, shieldPort: LoopbackPort.free(),
-                cacheDirectory: work.appendingPathComponent("nginx-cache").path
+                cacheDirectory: work.appendingPathComponent("nginx-cache").path, tls: certificate?.files
             )
             let prefix = work.appendingPathComponent("nginx").path
             let conf = prefix + "/nginx.conf"
@@ -92,7 +97,7 @@ struct ClusterCommand: AsyncParsableCommand {
                 let (proxy, children) = try startFleet(edge, nginx: nginx, prefix: prefix, configuration: conf, key: key, work: work)
                 // Ready once nginx and every instance answer.
                 let ready = await waitUntilAnswering(
-                    ["http://127.0.0.1:\(edge.edgePort)/health"] + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
+                    (tls ? [] : ["http://127.0.0.1:\(edge.edgePort)/health"]) + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
                     while: { children.allSatisfy(\.isRunning) }
                 )
                 if ready {
@@ -118,7 +123,11 @@ struct ClusterCommand: AsyncParsableCommand {
             stop(children)
             galleryTask.cancel()
         }
-        say("cluster: open http://127.0.0.1:\(edge.edgePort)/")
+        if let certificate {
+            say("cluster: open https://127.0.0.1:\(edge.edgePort)/ (HTTP/2; self-signed: Chromium takes it with --ignore-certificate-errors-spki-list=\(certificate.spkiSHA256))")
+        } else {
+            say("cluster: open http://127.0.0.1:\(edge.edgePort)/")
+        }
         for (index, app) in children.dropFirst().enumerated() {
             say("cluster: instance \(index + 1): http://127.0.0.1:\(edge.instancePorts[index]) pid \(app.processIdentifier)")
         }

@@ -4,6 +4,8 @@ import EmojiArtApp
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
+import Crypto
 import Testing
 import TestSupport
 
@@ -18,7 +20,11 @@ final class RunningCluster: Sendable {
     /// Each instance's address and pid.
     let instances: [(url: String, pid: Int32)]
     /// Made once the cluster is up: a client that is never shut down stops the whole test process.
+    /// It takes the edge's self-signed certificate of `--tls` (whose key is checked against the
+    /// hash the cluster prints, in the TLS test).
     let client: HTTPClient
+    /// What the cluster printed when it came up.
+    let output: [String]
     private let data = TemporaryDirectory("emojiart-cluster-data")
 
     /// Starts `emojiart cluster --port 0 ARGUMENTS` and reads the addresses it prints. The blocking
@@ -55,7 +61,10 @@ final class RunningCluster: Sendable {
             process.waitUntilExit()
             throw ClusterError("the cluster did not start: \(lines)")
         }
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls, redirectConfiguration: .disallow))
+        output = lines
         self.edge = edge.hasSuffix("/") ? String(edge.dropLast()) : edge
         self.gallery = gallery
         self.shield = shield
@@ -314,6 +323,43 @@ final class RunningCluster: Sendable {
         try await cluster.stop()
     }
 
+    @Test func withTLSTheEdgeSpeaksHTTP2AndPrintsItsCertificatesKeyHash() async throws {
+        let directory = TemporaryDirectory("emojiart-edge-tls")
+        let cluster = try await RunningCluster(["--instances", "1", "--tls", "--work-dir", directory.url.path])
+        do {
+            #expect(cluster.edge.hasPrefix("https://127.0.0.1:"))
+            try await cluster.waitUntilEveryInstanceIsReady()
+            let page = try await cluster.client.execute(HTTPClientRequest(url: cluster.edge + "/"), timeout: .seconds(30))
+            #expect(page.status == .ok && page.version == .http2)
+            let html = String(buffer: try await page.body.collect(upTo: 1 << 20))
+            let thumbnail = try #require(html.firstMatch(of: /src="(\/thumbs\/[^"]+)"/)?.1)
+            var request = HTTPClientRequest(url: cluster.edge + thumbnail)
+            request.headers.add(name: "Accept", value: "image/webp,*/*")
+            let image = try await cluster.client.execute(request, timeout: .seconds(30))
+            #expect(image.version == .http2 && image.headers.first(name: "content-type") == "image/webp")
+            _ = try await image.body.collect(upTo: 1 << 20)
+
+            // The hash printed is that of the key the edge's certificate carries.
+            let printed = try #require(cluster.output.first { $0.contains("--ignore-certificate-errors-spki-list=") })
+            let marker = try #require(printed.range(of: "spki-list="))
+            let hash = String(printed[marker.upperBound...].prefix { $0 != ")" })
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = ["x509", "-in", directory.url.appendingPathComponent("tls/edge.pem").path, "-pubkey", "-noout"]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            let pem = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let key = try P256.Signing.PublicKey(pemRepresentation: pem)
+            #expect(Data(SHA256.hash(data: key.derRepresentation)).base64EncodedString() == hash)
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
     @Test func theFeedsSignedAnswersPassTheShieldEndToEnd304sIncluded() async throws {
         let cluster = try await RunningCluster()
         do {
@@ -369,6 +415,14 @@ final class RunningCluster: Sendable {
         let deployed = try String(contentsOf: root.appendingPathComponent("deploy/nginx/emojiart.conf"), encoding: .utf8)
         let body = deployed.split(separator: "\n", omittingEmptySubsequences: false).drop { $0.hasPrefix("# /etc") || $0.hasPrefix("# behind") || $0.hasPrefix("# Sources") }
         #expect(body.joined(separator: "\n") == edge.httpBlock)
+
+        // The same with TLS and HTTP/2 on 443, for real certificates.
+        var secure = edge
+        secure.edgePort = 443
+        secure.tls = .init(certificate: "/etc/ssl/certs/emojiart.pem", key: "/etc/ssl/private/emojiart.key")
+        let deployedTLS = try String(contentsOf: root.appendingPathComponent("deploy/nginx/emojiart-tls.conf"), encoding: .utf8)
+        let tlsBody = deployedTLS.split(separator: "\n", omittingEmptySubsequences: false).drop { $0.hasPrefix("#!") }
+        #expect(tlsBody.joined(separator: "\n") == secure.httpBlock)
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))

@@ -95,12 +95,35 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// prefix by ``nginxConf(prefix:workers:)``).
     static func quoted(_ path: String) -> String { "\"" + path + "\"" }
 
+    /// The edge's certificate and key, PEM files: with them it speaks TLS and HTTP/2 (HTTP/1.1
+    /// for a client that does not offer h2); without, plain HTTP/1.1.
+    public struct TLSFiles: Sendable, Hashable {
+        /// The certificate chain.
+        public var certificate: String
+        /// The private key.
+        public var key: String
+
+        /// Names the two files.
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// The edge's TLS files, if it speaks TLS (see ``TLSFiles``).
+    public var tls: TLSFiles?
+
     /// Creates a configuration.
-    /// - Throws: ``UnusablePath`` when `cacheDirectory` is not usable in nginx's configuration.
+    /// - Throws: ``UnusablePath`` when `cacheDirectory` or a TLS file is not usable in nginx's
+    ///   configuration.
     public init(
         instancePorts: [Int], galleryPort: Int, edgePort: Int, shieldPort: Int, host: String = "127.0.0.1",
-        cacheDirectory: String, cacheMegabytes: Int = 1024
+        cacheDirectory: String, cacheMegabytes: Int = 1024, tls: TLSFiles? = nil
     ) throws(UnusablePath) {
+        for path in [tls?.certificate, tls?.key].compactMap(\.self) where !Self.isUsableInConfiguration(path) {
+            throw UnusablePath(path: path)
+        }
+        self.tls = tls
         self.instancePorts = instancePorts
         self.galleryPort = galleryPort
         self.edgePort = edgePort
@@ -158,7 +181,7 @@ public struct EdgeConfiguration: Sendable, Hashable {
 
             # The edge: what people open.
             server {
-                listen \(host):\(edgePort);
+                \(edgeListen)
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
@@ -221,6 +244,20 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 }
             }
             """
+    }
+
+    /// The edge's `listen` line, with TLS and HTTP/2 and the certificate's lines when ``tls`` is
+    /// set (nginx 1.22 writes HTTP/2 as a `listen` parameter; it speaks HTTP/1.1 to the
+    /// instances all the same).
+    private var edgeListen: String {
+        guard let tls else { return "listen \(host):\(edgePort);" }
+        return """
+        listen \(host):\(edgePort) ssl http2;
+            ssl_certificate \(Self.quoted(tls.certificate));
+            ssl_certificate_key \(Self.quoted(tls.key));
+            ssl_protocols TLSv1.2 TLSv1.3;
+            ssl_session_cache shared:emojiart_tls:1m;
+        """
     }
 
     /// The edge's location for one image route. A warm request is a cache hit: `open_file_cache`
