@@ -62,6 +62,8 @@ bench:
 	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
 	@test -x .build-bench/thumbor-venv/bin/thumbor || \
 	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
+	@test -x .build-venv/bin/python && .build-venv/bin/python -c "import selenium" 2>/dev/null || \
+	  { python3 -m venv .build-venv && .build-venv/bin/pip install --quiet --disable-pip-version-check "selenium>=4.20,<5" "pytest>=8,<10"; }
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart-bench
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart
 	$(BUILD)/release/emojiart-bench $(ARGS)

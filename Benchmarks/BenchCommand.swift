@@ -7,15 +7,15 @@ import Imaging
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "emojiart-bench",
-        abstract: "Benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary); prints ratios.",
+        abstract: "Benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary, today's answers in Chromium); prints ratios.",
         discussion: "Run from the repository root after `make bench` has built the release binaries and the Python environment."
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app, lane, burst, cluster, peers
+        case imaging, cache, fetch, gallery, app, lane, burst, cluster, peers, network
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, lane, burst, cluster, peers (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, lane, burst, cluster, peers, network (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -43,6 +43,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .burst: try await BurstBench.run(seconds: max(3, Int(seconds * 2)))
             case .cluster: try await ClusterBench.run(seconds: max(3, Int(seconds * 2)))
             case .peers: try await PeersBench.run(seconds: max(3, Int(seconds * 2)))
+            case .network: try NetworkBench.run()
             }
         }
     }

@@ -52,6 +52,17 @@ struct ClusterCommand: AsyncParsableCommand {
         if let workDir, !EdgeConfiguration.isUsableInConfiguration(URL(fileURLWithPath: workDir).standardizedFileURL.path) {
             throw ValidationError("--work-dir \(workDir) cannot go into nginx's configuration: choose a directory whose path has no quotes, backslashes, $ or control characters")
         }
+        // Started by root, nginx's workers run as another user (nobody): every directory above
+        // its caches must let others through, or each cached answer is a 500.
+        if let workDir, getuid() == 0 {
+            var directory = URL(fileURLWithPath: workDir).standardizedFileURL
+            while directory.path != "/" {
+                if let mode = (try? FileManager.default.attributesOfItem(atPath: directory.path))?[.posixPermissions] as? Int, mode & 0o001 == 0 {
+                    throw ValidationError("--work-dir \(workDir): nginx's workers (not root) cannot pass through \(directory.path) (mode \(String(mode, radix: 8))): chmod o+x it, or choose another directory")
+                }
+                directory.deleteLastPathComponent()
+            }
+        }
     }
 
     func run() async throws {

@@ -52,6 +52,15 @@ import TestSupport
         }
     }
 
+    @Test(.enabled(if: getuid() == 0, "nginx's workers are another user only when root starts it"))
+    func aClusterWorkDirNginxsWorkersCannotEnterIsRefusedBeforeAnythingStarts() async throws {
+        let parent = TemporaryDirectory("emojiart-private")
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: parent.url.path)
+        let outcome = try await run(["cluster", "--port", "0", "--work-dir", parent.url.appendingPathComponent("work").path])
+        #expect(outcome.status != 0)
+        #expect(outcome.output.contains("chmod o+x") && outcome.output.contains(parent.url.path), "\(outcome.output)")
+    }
+
     @Test func syncOverACacheWhoseEveryHeaderIsDamagedDropsThemAndVerifies() async throws {
         let cache = TemporaryDirectory()
         try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { port in
