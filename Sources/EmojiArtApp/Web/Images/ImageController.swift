@@ -54,8 +54,6 @@ struct ImageController<Context: RequestContext>: Sendable {
             var provisional = false
             if kind.format.isSlowToEncode, !services.database.isCached(plan.request),
                case let .load(faster) = services.plan(services.fasterKind(kind, accept: request.headers[.accept]), piece: piece, version: version) {
-                // Made in the background, at low priority, for the requests after this one.
-                services.backgroundEncoder.startPrefetching(with: [plan.request])
                 (load, provisional) = (faster, true)
             }
             let image: Image
@@ -69,6 +67,11 @@ struct ImageController<Context: RequestContext>: Sendable {
                 throw HTTPError(.notFound, message: "the gallery does not have piece \(load.piece)")
             } catch {
                 throw HTTPError(.badGateway, message: "\(error)")
+            }
+            if provisional {
+                // Made in the background, at low priority, for the requests after this one; once
+                // the stand-in is made, so the two do not share the processor while this waits.
+                services.backgroundEncoder.startPrefetching(with: [plan.request])
             }
             let answer = services.answer(load, image: image, ifNoneMatch: request.headers[.ifNoneMatch], provisional: provisional)
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
