@@ -25,6 +25,9 @@ import Testing
         ("image/avif;q=0.5, image/webp;q=0.5, image/png;q=0.5", .avif),  // equal: the smallest
         ("image/avif;q=2, image/webp", .webp),  // not a q-value: counted as 0
         ("image/avif;q=0.0001", .png),  // four decimals: not a q-value
+        ("image/avif;level=1;q=0, image/webp", .webp),  // q among other parameters
+        ("image/avif ;\tq = 1.000", .avif),
+        ("image/avif;q=1.5, image/png;q=0.001", .png),  // 1.5: not a q-value
         ("text/html", .png),  // nothing acceptable: PNG all the same
         ("", .png),
         (",,;;", .png),

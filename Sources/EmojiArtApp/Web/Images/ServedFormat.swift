@@ -44,7 +44,7 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     public static func list(_ text: String) throws(ListError) -> [ServedFormat] {
         var formats: [ServedFormat] = []
         for name in text.split(separator: ",", omittingEmptySubsequences: false) {
-            let trimmed = name.trimmingSpaces.lowercased()
+            let trimmed = String(Substring(Self.trimmed(name.utf8))).lowercased()
             guard let format = ServedFormat(rawValue: trimmed) else { throw ListError(text: text, problem: "unknown format \"\(trimmed)\"") }
             guard !formats.contains(format) else { throw ListError(text: text, problem: "\(trimmed) is listed twice") }
             formats.append(format)
@@ -83,37 +83,50 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     /// accepted (a client that refuses every format still gets the image), or when the field is
     /// longer than 2 KiB.
     public static func negotiate(_ accept: String?, offered: [ServedFormat]) -> ServedFormat {
-        // No browser sends more than a few hundred bytes; a longer field is not read (its
-        // elements would cost an allocation each, on the event loop).
+        // Read in place, byte by byte: it runs on the event loop for every image request, and
+        // allocates nothing. No browser sends more than a few hundred bytes; a longer field is
+        // not read.
         guard let accept, accept.utf8.count <= maxAcceptLength else { return .png }
-        var exact: [ServedFormat: Double] = [:]
-        var anyImage: Double?
-        var anything: Double?
-        for element in accept.split(separator: ",") {
-            let parts = element.split(separator: ";")
-            guard let range = parts.first?.trimmingSpaces.lowercased(), !range.isEmpty else { continue }
-            var quality = 1.0
-            for parameter in parts.dropFirst() {
-                let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingSpaces.lowercased() == "q" else { continue }
+        // Qualities in thousandths, as RFC 9110 writes them (three decimals at most); -1: not named.
+        var avif = -1, webp = -1, png = -1, anyImage = -1, anything = -1
+        var rest = accept.utf8[...]
+        while !rest.isEmpty {
+            let end = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
+            let element = rest[..<end]
+            rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
+            let rangeEnd = element.firstIndex(of: UInt8(ascii: ";")) ?? element.endIndex
+            let range = Self.trimmed(element[..<rangeEnd])
+            var quality = 1000
+            var parameters = element[rangeEnd...]
+            while parameters.first == UInt8(ascii: ";") {
+                parameters = parameters.dropFirst()
+                let parameterEnd = parameters.firstIndex(of: UInt8(ascii: ";")) ?? parameters.endIndex
+                let parameter = parameters[..<parameterEnd]
+                parameters = parameters[parameterEnd...]
+                guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")),
+                      Self.matches(Self.trimmed(parameter[..<equals]), "q")
+                else { continue }
                 // RFC 9110: 0 to 1 with at most three decimals; anything else counts as 0,
                 // the safe reading of a value nobody can interpret.
-                quality = Self.qValue(pair[1].trimmingSpaces) ?? 0
+                quality = Self.qValue(Self.trimmed(parameter[parameter.index(after: equals)...])) ?? 0
             }
-            switch range {
-            case "*/*": anything = max(anything ?? 0, quality)
-            case "image/*": anyImage = max(anyImage ?? 0, quality)
-            default:
-                if let format = ServedFormat.allCases.first(where: { $0.mediaType == range }) {
-                    exact[format] = max(exact[format] ?? 0, quality)
-                }
-            }
+            if Self.matches(range, "*/*") { anything = max(anything, quality) }
+            else if Self.matches(range, "image/*") { anyImage = max(anyImage, quality) }
+            else if Self.matches(range, "image/avif") { avif = max(avif, quality) }
+            else if Self.matches(range, "image/webp") { webp = max(webp, quality) }
+            else if Self.matches(range, "image/png") { png = max(png, quality) }
         }
+        // PNG by the most specific range that names it.
+        let pngQuality = png >= 0 ? png : anyImage >= 0 ? anyImage : max(anything, 0)
         var best = ServedFormat.png
-        var bestQuality = 0.0
-        for format in offered.sorted(by: { $0.rank < $1.rank }) {
-            let quality = format == .png ? exact[.png] ?? anyImage ?? anything ?? 0 : exact[format] ?? 0
-            if quality > bestQuality {
+        var bestQuality = 0
+        for format in offered {
+            let quality = switch format {
+            case .avif: avif
+            case .webp: webp
+            case .png: pngQuality
+            }
+            if quality > bestQuality || (quality == bestQuality && quality > 0 && format.rank < best.rank) {
                 (best, bestQuality) = (format, quality)
             }
         }
@@ -123,23 +136,42 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     /// The longest `Accept` field ``negotiate(_:offered:)`` reads; PNG for a longer one.
     static let maxAcceptLength = 2048
 
-    /// A q-value as RFC 9110 writes it: `0`, `1`, `0.` or `1.` and up to three digits (1's all
-    /// zeros); `nil` for anything else.
-    static func qValue(_ text: String) -> Double? {
-        let utf8 = Array(text.utf8)
-        guard let first = utf8.first, first == UInt8(ascii: "0") || first == UInt8(ascii: "1") else { return nil }
-        guard utf8.count > 1 else { return first == UInt8(ascii: "1") ? 1 : 0 }
-        guard utf8[1] == UInt8(ascii: "."), utf8.count <= 5 else { return nil }
-        let digits = utf8.dropFirst(2)
-        guard digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
-        if first == UInt8(ascii: "1") { return digits.allSatisfy { $0 == UInt8(ascii: "0") } ? 1 : nil }
-        return Double(text)
+    /// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    static func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
+        var text = text
+        while let first = text.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { text = text.dropFirst() }
+        while let last = text.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { text = text.dropLast() }
+        return text
     }
-}
 
-extension Substring {
-    /// Without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    /// Whether `text` is `lowercase`, ignoring ASCII case.
+    static func matches(_ text: Substring.UTF8View, _ lowercase: StaticString) -> Bool {
+        guard text.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(text, expected).allSatisfy { byte, want in
+                (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte) == want
+            }
+        }
+    }
+
+    /// A q-value as RFC 9110 writes it, in thousandths: `0`, `1`, `0.` or `1.` and up to three
+    /// digits (1's all zeros); `nil` for anything else.
+    static func qValue(_ text: Substring.UTF8View) -> Int? {
+        guard let first = text.first, first == UInt8(ascii: "0") || first == UInt8(ascii: "1") else { return nil }
+        let whole = Int(first - UInt8(ascii: "0")) * 1000
+        let afterFirst = text.dropFirst()
+        guard let point = afterFirst.first else { return whole }
+        let digits = afterFirst.dropFirst()
+        guard point == UInt8(ascii: "."), digits.count <= 3,
+              digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        var fraction = 0
+        var scale = 100
+        for digit in digits {
+            fraction += Int(digit - UInt8(ascii: "0")) * scale
+            scale /= 10
+        }
+        guard whole == 0 || fraction == 0 else { return nil }
+        return whole + fraction
     }
 }
