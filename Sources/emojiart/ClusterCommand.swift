@@ -108,7 +108,10 @@ struct ClusterCommand: AsyncParsableCommand {
                 let (proxy, children) = try startFleet(edge, nginx: nginx, prefix: prefix, configuration: conf, key: key, work: work)
                 // Ready once nginx and every instance answer.
                 let ready = await waitUntilAnswering(
-                    (tls ? [] : ["http://127.0.0.1:\(edge.edgePort)/health"]) + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
+                    // With TLS the edge's certificate is its own: nginx is known up by the shield,
+                    // which it serves from the same configuration (one bad listen stops both).
+                    [tls ? "http://127.0.0.1:\(edge.shieldPort)/health" : "http://127.0.0.1:\(edge.edgePort)/health"]
+                        + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
                     while: { children.allSatisfy(\.isRunning) }
                 )
                 if ready {

@@ -11,14 +11,17 @@ public struct SelfSignedCertificate: Sendable {
     /// Base64 of the SHA-256 of the certificate's SubjectPublicKeyInfo.
     public let spkiSHA256: String
 
-    /// Makes a key and a certificate in `directory` (`edge.key`, `edge.pem`; the key readable by
-    /// its owner only).
+    /// Makes a key and a certificate in `directory` (`edge.key`, `edge.pem`; the directory and
+    /// the key its owner's only: nginx's master process, which reads them, runs as that owner).
     /// - Throws: ``Failure`` when openssl is missing or fails; file errors.
     public static func make(in directory: URL, openssl: String = "/usr/bin/openssl") throws -> SelfSignedCertificate {
         guard FileManager.default.isExecutableFile(atPath: openssl) else {
             throw Failure(description: "openssl is not installed at \(openssl): run scripts/bootstrap (it installs Debian's openssl)")
         }
+        // Owner only before the key is written: no other local user may read it, not even for
+        // the moment between a file's creation and a change of its mode.
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         let key = P256.Signing.PrivateKey()
         let keyFile = directory.appendingPathComponent("edge.key")
         let certificateFile = directory.appendingPathComponent("edge.pem")

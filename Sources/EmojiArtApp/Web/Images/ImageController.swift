@@ -48,7 +48,7 @@ struct ImageController<Context: RequestContext>: Sendable {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
         case let .redirect(location):
-            return Response(status: .temporaryRedirect, headers: [.location: location, .cacheControl: "no-store", .vary: "Accept"])
+            return Response(status: .temporaryRedirect, headers: [.location: location, .cacheControl: "no-store"])
         case let .load(plan):
             var load = plan
             var provisional = false
