@@ -203,7 +203,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks",
-            exclude: ["anchors"],
+            exclude: ["anchors", "network.py"],
             swiftSettings: swiftSettings
         ),
         .target(

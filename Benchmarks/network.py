@@ -3,7 +3,8 @@ compressed) against the new ones (AVIF/WebP by Accept, compressed pages), direct
 (nginx with TLS and HTTP/2), at device pixel ratio 1 and 2.
 
 Run by `emojiart-bench --only network` (make bench ARGS="--only network"), which passes the release binary.
-For each row: the app is warmed (the catalog loaded twice, every thumbnail made), then the browser, with its cache
+For each row: the app is warmed (the catalog loaded, the app's background encodes waited for, loaded again: every
+thumbnail made in its best format), then the browser, with its cache
 off, opens the catalog in a 1400 x 1000 window: the time until every thumbnail of the first screen has arrived
 (the latest responseEnd among them, from the page's start), then the bytes moved (every response's encoded length,
 headers included) once scrolled to the end.
@@ -11,6 +12,7 @@ headers included) once scrolled to the end.
 DevTools' network emulation adds its latency to each request and shapes throughput; it adds no TCP or TLS handshake
 round trips, so a real network's first connections cost more than shown here, and HTTP/2's one connection gains more.
 """
+import http.client
 import json
 import os
 import re
@@ -20,6 +22,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
+import urllib.parse
+import urllib.request
 
 
 from selenium import webdriver
@@ -28,8 +33,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 BINARY = sys.argv[1]
+# --cold-only: only the first requests of cold pieces (no browser), to measure that alone.
+COLD_ONLY = "--cold-only" in sys.argv[2:]
 NETWORKS = [("loopback", 0, 0), ("40 ms, 20 Mbit/s", 40, 20_000_000), ("100 ms, 5 Mbit/s", 100, 5_000_000)]
 CHROMIUM_ACCEPT_NOTE = "Chromium's Accept names AVIF and WebP"
+CHROMIUM_ACCEPT = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+WEBP_ONLY_ACCEPT = "image/webp,*/*"
 
 
 def start(args, pattern):
@@ -91,13 +100,23 @@ def first_screen_time(driver):
         return ends.length ? Math.max(...ends) / 1000 : null;""")
 
 
-def measure(url, dpr, network, extra=()):
+def wait_until_no_background_encodes(app_urls):
+    """Follows each app's /events until its counts say no variant is left to make in the background."""
+    for app_url in app_urls:
+        with urllib.request.urlopen(app_url + "/events", timeout=120) as stream:
+            for line in stream:
+                if line.startswith(b"data: ") and b'"backgroundEncodes":0' in line:
+                    break
+
+
+def measure(url, dpr, network, apps, extra=()):
     _, latency, throughput = network
     driver = chromium(dpr, extra)
     try:
-        # Warm: every variant this browser asks for is made (an AVIF in the background after the first load).
-        for _ in range(2):
-            load_catalog(driver, url)
+        # Warm: every variant this browser asks for is made (the first load gets PNGs at once and has the AVIFs made
+        # in the background), and an edge in front holds each.
+        load_catalog(driver, url)
+        wait_until_no_background_encodes(apps)
         load_catalog(driver, url)
         driver.execute_cdp_cmd("Network.enable", {})
         driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
@@ -127,6 +146,94 @@ def measure(url, dpr, network, extra=()):
         driver.quit()
 
 
+class Client:
+    """One keep-alive HTTP/1.1 connection to the app, as a browser keeps one."""
+
+    def __init__(self, url):
+        parsed = urllib.parse.urlsplit(url)
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+
+    def get(self, path, accept=None):
+        self.connection.request("GET", path, headers={"Accept": accept} if accept else {})
+        response = self.connection.getresponse()
+        body = response.read()
+        return response.status, response.getheader("Content-Type"), body
+
+    def idle(self):
+        """Whether the app runs and queues no processing and no disk write (its background encodes done)."""
+        _, _, body = self.get("/stats")
+        scheduling = json.loads(body)["scheduling"]
+        return all(scheduling[stage]["running"] == 0 and scheduling[stage]["queued"] == 0
+                   for stage in ("processing", "diskWrites", "downloads"))
+
+
+def median(values):
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def cold_first_requests(gallery_url, data, args, accept, alone):
+    """Milliseconds of the first request of each catalog piece's thumbnail in a new app (its original downloaded,
+    verified, the thumbnail made): one after another, or each alone (the app idle before it, every background
+    encode done). Returns (median, the answers' types)."""
+    app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
+                           "--http-cache", "immutable", *args], r"EmojiArt: open (http://\S+)")
+    try:
+        client = Client(match.group(1))
+        while json.loads(client.get("/health")[2])["phase"] != "ready":
+            time.sleep(0.02)
+        status, _, page = client.get("/")
+        paths = list(dict.fromkeys(re.findall(r'<img src="(/thumbs/\d+\?v=[^"]+)"', page.decode())))
+        if status != 200 or not paths:
+            raise RuntimeError("no catalog from the app: %d" % status)
+        times, types = [], set()
+        for path in paths:
+            if alone:
+                while not client.idle():
+                    time.sleep(0.02)
+            began = time.perf_counter()
+            status, content_type, _ = client.get(path, accept)
+            times.append((time.perf_counter() - began) * 1000)
+            if status != 200:
+                raise RuntimeError("%s answered %d" % (path, status))
+            types.add(content_type)
+        return median(times), len(paths), "/".join(sorted(types))
+    finally:
+        stop(app)
+
+
+def cold_section(gallery_url, data):
+    print("\n### The first request of a cold piece\n")
+    print("| requests | client | answers | first answer | median | vs today |")
+    print("|---|---|---|---|---|---|")
+    # The gallery draws each piece on its first request: drawn once here, so no row pays for it.
+    gallery = Client(gallery_url)
+    for number in range(1, 200):
+        if gallery.get("/gallery/image?%d" % number)[0] == 404:
+            break
+    rows = [("today (PNG)", ["--formats", "png", "--no-compression"], CHROMIUM_ACCEPT, "Chromium"),
+            ("new", [], CHROMIUM_ACCEPT, "Chromium"),
+            ("new", [], WEBP_ONLY_ACCEPT, "WebP, no AVIF"),
+            ("new", [], "*/*", "curl (*/*)")]
+    for alone in (False, True):
+        # Three rounds, the rows interleaved, so a slow minute of this shared machine falls on every row alike.
+        measured = {}
+        for _ in range(3):
+            for row in rows:
+                milliseconds, count, types = cold_first_requests(gallery_url, data, row[1], row[2], alone)
+                measured.setdefault(rows.index(row), []).append((milliseconds, count, types))
+        today = median([m for m, _, _ in measured[0]])
+        for index, (name, _, _, client_name) in enumerate(rows):
+            milliseconds = median([m for m, _, _ in measured[index]])
+            count, types = measured[index][0][1], "/".join(sorted({t for _, _, t in measured[index]}))
+            print("| %s | %s | %s | %s | %.1f ms | %.2fx |" % (
+                "each alone" if alone else "%d in a row" % count, client_name, name, types, milliseconds, milliseconds / today),
+                flush=True)
+    print("\nA new app per row; its catalog page loaded (the feed verified), then each piece's first /thumbs/N request on "
+          "one keep-alive connection, timed by the client; the median of three rounds' medians. \"Each alone\": the app idle before each (its /stats show no "
+          "processing, download or disk write running or queued).")
+
+
 def main():
     data = tempfile.mkdtemp(prefix="emojiart-network-bench-")
     os.environ["XDG_DATA_HOME"] = data
@@ -135,29 +242,37 @@ def main():
         gallery, _, match = start(["gallery", "--port", "0"], r"serving (http://\S+)/gallery/images")
         processes.append(gallery)
         gallery_url = match.group(1)
+        if COLD_ONLY:
+            cold_section(gallery_url, data)
+            return
         setups = []
         for name, extra in [("today (PNG, text as is)", ["--formats", "png", "--no-compression"]), ("new, direct", [])]:
             app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
                                    "--http-cache", "immutable", *extra], r"EmojiArt: open (http://\S+)")
             processes.append(app)
-            setups.append((name, match.group(1), ()))
-        cluster, lines, match = start(["cluster", "--port", "0", "--instances", "2", "--tls"],
-                                      r"cluster: open (https://\S+) .*spki-list=([A-Za-z0-9+/=]+)")
+            setups.append((name, match.group(1), [match.group(1)], ()))
+        # The line after the edge's address and the instances' is nginx's.
+        cluster, lines, _ = start(["cluster", "--port", "0", "--instances", "2", "--tls"], r"cluster: nginx pid")
         processes.append(cluster)
-        setups.append(("new, edge (TLS, HTTP/2)", match.group(1), ("--ignore-certificate-errors-spki-list=" + match.group(2),)))
+        match = next(found for found in (re.search(r"cluster: open (https://\S+) .*spki-list=([A-Za-z0-9+/=]+)", line)
+                                         for line in lines) if found)
+        instances = [found.group(1) for found in (re.search(r"cluster: instance \d+: (http://\S+)", line) for line in lines) if found]
+        setups.append(("new, edge (TLS, HTTP/2)", match.group(1), instances,
+                       ("--ignore-certificate-errors-spki-list=" + match.group(2),)))
 
         print("| DPR | answers | network | first screen | bytes, scrolled | protocol |")
         print("|---|---|---|---|---|---|")
         anchors = {}
         for dpr in [1, 2]:
-            for name, url, extra in setups:
+            for name, url, apps, extra in setups:
                 for network in NETWORKS:
-                    first, moved, protocol = measure(url, dpr, network, extra)
+                    first, moved, protocol = measure(url, dpr, network, apps, extra)
                     anchor = anchors.setdefault((dpr, network[0]), (first, moved))
                     ratio = "" if anchor == (first, moved) else " (%.2fx, %.2fx)" % (first / anchor[0], moved / anchor[1])
                     print("| %d | %s | %s | %.2f s | %d KB%s | %s |" % (dpr, name, network[0], first, moved // 1000, ratio, protocol),
                           flush=True)
         print("\nRatios against today's answers in the same run and row (first screen, bytes). " + CHROMIUM_ACCEPT_NOTE + ".")
+        cold_section(gallery_url, data)
     finally:
         for process in reversed(processes):
             stop(process)

@@ -103,6 +103,15 @@ import GalleryFeed
                 let twice = AppServices.version(file, box: 400, formats: twins.services.formats)
                 cases += [("/thumbs/2x/5?v=\(twice)", "GET", ["Accept: image/webp"], true), ("/thumbs/2x/5?v=\(version)", "GET", [], false)]
             }
+            // A format other than PNG is made in the background (its first request gets another
+            // format at once, ImageFormatTests): these are made beforehand, on disk only, so each
+            // one's first request is a miss the route answers from disk, as for the PNGs.
+            let made = [1, 2].compactMap { twins.services.variant(piece: 5, kind: .init(route: .thumbs, density: $0, format: .webp))?.request }
+            let prefetcher = ImagePrefetcher(database: twins.database)
+            prefetcher.startPrefetching(with: made)
+            let disk = try #require(twins.database.pipeline.disk)
+            for await _ in twins.database.onSchedulingChange where made.allSatisfy({ disk.contains(key: $0.cacheKey) }) { break }
+            #expect(made.count == 2 && made.allSatisfy { twins.database.pipeline.memory.peek($0.cacheKey) == nil })
             var etag = ""
             for (path, method, template, byLane) in cases {
                 let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }

@@ -39,7 +39,14 @@ import TestSupport
     }
 
     @Test func eachAcceptGetsItsFormatAndEveryAnswerVaries() async throws {
-        try await withVerifiedApp { port, _, _ in
+        try await withVerifiedApp { port, database, services in
+            // WebP is made in the background: its first request gets the PNG at once, which no
+            // cache may keep.
+            let first = try await Self.get(port, "/thumbs/5", accept: "image/webp")
+            #expect(first.fields["content-type"] == "image/png" && first.fields["cache-control"] == "no-cache" && first.fields["vary"] == "Accept")
+            let webp = try #require(services.variant(piece: 5, kind: .init(route: .thumbs, density: 1, format: .webp))).request
+            await Self.waitUntilCached(webp, in: database)
+
             for (accept, type) in [
                 (nil, "image/png"), ("*/*", "image/png"), ("image/png", "image/png"), ("image/webp,*/*", "image/webp"),
                 ("image/avif;q=0, image/webp", "image/webp"), ("image/avif;q=0, image/webp;q=0", "image/png"),
@@ -54,16 +61,16 @@ import TestSupport
             }
             // Each format its own bytes, so its own ETag.
             let png = try await Self.get(port, "/thumbs/5")
-            let webp = try await Self.get(port, "/thumbs/5", accept: "image/webp")
-            #expect(png.fields["etag"] != webp.fields["etag"])
-            #expect(webp.body.count * 2 < png.body.count, "WebP \(webp.body.count) bytes, PNG \(png.body.count)")
+            let made = try await Self.get(port, "/thumbs/5", accept: "image/webp")
+            #expect(png.fields["etag"] != made.fields["etag"])
+            #expect(made.body.count * 2 < png.body.count, "WebP \(made.body.count) bytes, PNG \(png.body.count)")
             // An ETag of another format is no match.
             let other = try await Self.get(port, "/thumbs/5", accept: "image/webp", fields: ["If-None-Match": png.fields["etag"] ?? ""])
             #expect(other.status == 200 && other.fields["content-type"] == "image/webp")
         }
     }
 
-    @Test func anAVIFNotMadeYetIsAnsweredWithTheNextFormatAtOnceAndIsMadeInTheBackground() async throws {
+    @Test func aFormatNotMadeYetIsAnsweredAtOnceWithTheBestOneMadeAndIsMadeInTheBackground() async throws {
         try await withGallery { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: .immutable)
             let model = makeModel(galleryURL, database)
@@ -78,17 +85,17 @@ import TestSupport
                 )
             }) { port in
                 let file = try #require(model.feedByPiece.value[7])
+                func request(_ route: ImageRoute, _ format: ServedFormat) throws -> ImageRequest {
+                    try #require(services.variant(piece: 7, kind: .init(route: route, density: 1, format: format))).request
+                }
                 let path = services.url(file, route: .thumbs, density: 1)
-                let avif = try #require(services.variant(piece: 7, kind: .init(route: .thumbs, density: 1, format: .avif))).request
+                let avif = try request(.thumbs, .avif)
                 #expect(!database.isCached(avif))
 
-                // The first: WebP, made now, not immutable (no cache keeps it under the URL).
+                // Nothing made: the PNG, made now, not immutable (no cache keeps it under the URL).
                 let first = try await Self.get(port, path, accept: Self.chromium)
-                #expect(first.status == 200 && first.fields["content-type"] == "image/webp")
+                #expect(first.status == 200 && first.fields["content-type"] == "image/png")
                 #expect(first.fields["cache-control"] == "no-cache" && first.fields["vary"] == "Accept")
-                // A client that takes AVIF and PNG only gets the PNG meanwhile.
-                let png = try await Self.get(port, services.url(file, route: .large, density: 1), accept: "image/avif,image/png")
-                #expect(png.fields["content-type"] == "image/png" && png.fields["cache-control"] == "no-cache")
 
                 // Meanwhile the AVIF is made, at low priority, into memory: the next is the lane's.
                 await Self.waitUntilCached(avif, in: database)
@@ -100,31 +107,75 @@ import TestSupport
                 let info = try Imaging().probe(second.body)
                 #expect(info.format == .avif && info.height == 200)
                 #expect(second.body.count * 5 < (try await Self.get(port, path)).body.count, "AVIF much smaller than the PNG")
+
+                // The best format already made is the stand-in: the details' WebP, once made,
+                // answers a browser while its AVIF is made; never to a client that does not take it.
+                let large = services.url(file, route: .large, density: 1)
+                let webpFirst = try await Self.get(port, large, accept: "image/webp,*/*")
+                #expect(webpFirst.fields["content-type"] == "image/png" && webpFirst.fields["cache-control"] == "no-cache")
+                await Self.waitUntilCached(try request(.large, .webp), in: database)
+                #expect(!database.isCached(try request(.large, .avif)))
+                let standIn = try await Self.get(port, large, accept: Self.chromium)
+                #expect(standIn.fields["content-type"] == "image/webp" && standIn.fields["cache-control"] == "no-cache")
+                let pngOnly = try await Self.get(port, large, accept: "image/avif,image/png")
+                #expect(pngOnly.fields["content-type"] == "image/png" && pngOnly.fields["cache-control"] == "no-cache")
             }
+        }
+    }
+
+    @Test func theStatsSayWhenTheBackgroundEncodesAreDone() async throws {
+        try await withVerifiedApp { port, database, services in
+            let avif = try #require(services.variant(piece: 9, kind: .init(route: .thumbs, density: 2, format: .avif))).request
+            let standIn = try await Self.get(port, "/thumbs/2x/9", accept: Self.chromium)
+            #expect(standIn.fields["content-type"] == "image/png")
+            // The stand-in is sent once its AVIF is listed, and the stream starts with the counts
+            // now: its counts say when the AVIF is made, without polling.
+            let events = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/events"), timeout: .seconds(30))
+            var text = ""
+            var encodes: [Int] = []
+            eventLoop: for try await chunk in events.body {
+                text += String(buffer: chunk)
+                while let end = text.range(of: "\n\n") {
+                    let message = String(text[..<end.lowerBound])
+                    text = String(text[end.upperBound...])
+                    guard message.hasPrefix("event: stats\ndata: ") else { continue }
+                    let json = try JSONSerialization.jsonObject(with: Data(message.dropFirst("event: stats\ndata: ".count).utf8)) as? [String: Any]
+                    let count = try #require(json?["backgroundEncodes"] as? Int)
+                    encodes.append(count)
+                    if count == 0 { break eventLoop }
+                }
+            }
+            #expect(database.isCached(avif), "made when the count is 0: \(encodes)")
+            let stats = try JSONSerialization.jsonObject(with: Data(try await Self.get(port, "/stats").body)) as? [String: Any]
+            #expect(stats?["backgroundEncodes"] as? Int == 0 && stats?["memoryHits"] != nil)
+            #expect(try await Self.get(port, "/thumbs/2x/9", accept: Self.chromium).fields["content-type"] == "image/avif")
         }
     }
 
     @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
         try await withVerifiedApp { port, database, services in
             let before = database.stats().scheduling.processing.started
-            try await withThrowingTaskGroup(of: String?.self) { group in
+            let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
+            let answers = try await withThrowingTaskGroup(of: Answer.self) { group in
                 for index in 0..<24 {
                     let accept = ["image/webp", "image/png", "*/*"][index % 3]
-                    group.addTask { try await Self.get(port, "/thumbs/2x/4", accept: accept).fields["content-type"] }
+                    group.addTask { try await Self.get(port, "/thumbs/2x/4", accept: accept) }
                 }
-                var types: [String: Int] = [:]
-                for try await type in group { types[type ?? "none", default: 0] += 1 }
-                #expect(types == ["image/webp": 8, "image/png": 16])
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            #expect(database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
+            // The 8 that take WebP get the PNG while the WebP is made in the background, then the WebP.
+            let types = answers.reduce(into: [:]) { $0[$1.fields["content-type"] ?? "none", default: 0] += 1 }
+            #expect(types["image/png", default: 0] >= 16 && types["image/png", default: 0] + types["image/webp", default: 0] == 24, "\(types)")
+            #expect(Set(answers.filter { $0.fields["content-type"] == "image/png" }.map(\.body)).count == 1, "one PNG")
+            #expect(Set(answers.filter { $0.fields["content-type"] == "image/webp" }.map(\.body)).count <= 1, "one WebP")
 
             // A new process, as far as the cache knows: the same directory, a new database.
-            let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
             let disk = try #require(database.pipeline.disk)
             if !disk.contains(key: webp.cacheKey) {
                 // Each disk write that ends is a change.
                 for await _ in database.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
             }
+            #expect(database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
             let directory = disk.directory
             let restarted = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
             let image = try await restarted.image(webp)

@@ -1,5 +1,8 @@
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import ImageCache
 import Synchronization
 import Testing
@@ -211,4 +214,55 @@ final class ThreadHoldingProcessor: ImageProcessing {
         let stats = loader.schedulingStats.processing
         #expect(stats.refused == 1 && stats.timedOut == 1)
     }
+
+    @Test func aPrefetcherRunsAtMostItsCountAndStartsTheOthersInTurn() async throws {
+        let processor = ThreadHoldingProcessor()
+        let loader = await Self.loader(count: 6, limits: .init(processing: 4))
+        let prefetcher = ImagePrefetcher(loader: loader, maxConcurrentRequestCount: 2)
+        let requests = (1...5).map { Self.request($0, processor, .normal) }
+        prefetcher.startPrefetching(with: requests)
+        await reach(processor.started, 2)
+        // Three wait in the prefetcher, not in the pipeline's queue: slots stay free for others.
+        #expect(prefetcher.count == 5 && loader.schedulingStats.processing.queued == 0)
+        let shown = loader.imageTask(with: Self.request(0, processor, .high))
+        await reach(processor.started, 3)
+        #expect(Set(processor.startOrder.prefix(2)) == ["piece-1", "piece-2"] && processor.startOrder.last == "piece-0", "the shown image took a free slot at once")
+
+        // A waiting prefetch can be stopped; the others start first in, first out, as places free.
+        prefetcher.stopPrefetching(with: [requests[3]])
+        #expect(prefetcher.count == 4)
+        processor.allow(10)
+        _ = try await shown.image
+        // Each prefetch that ends is a change, so the count's fall is seen without polling.
+        await Self.until(loader) { _ in prefetcher.count == 0 }
+        #expect(processor.startOrder.suffix(2) == ["piece-3", "piece-5"])
+        let stats = loader.schedulingStats.processing
+        #expect(stats.started == 5 && stats.maxRunning == 3, "two prefetches and the shown image")
+    }
+
+    #if os(Linux)
+    /// Records the nice value of the thread each call runs on.
+    final class NiceValueRecorder: ImageProcessing {
+        let identifier = "nice-value"
+        let values = Mutex<[String: Int32]>([:])
+
+        func process(_ image: Image) async throws -> Image {
+            let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+            values.withLock { $0[String(decoding: image.data, as: UTF8.self)] = nice }
+            return image
+        }
+    }
+
+    @Test func backgroundWorkIsProcessedOnThreadsTheKernelRunsLast() async throws {
+        let processor = NiceValueRecorder()
+        // The process's own nice value: what ordinary threads run at (0 unless started with `nice`).
+        let ordinary = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
+        let loader = await Self.loader(count: 2, limits: .init(processing: 2))
+        _ = try await loader.image(for: ImageRequest(url: Self.url(0), processor: processor, priority: .normal))
+        let prefetcher = ImagePrefetcher(loader: loader)
+        prefetcher.startPrefetching(with: [ImageRequest(url: Self.url(1), processor: processor)])
+        await Self.until(loader) { $0.processing.started == 2 && $0.processing.running == 0 }
+        #expect(processor.values.withLock { $0 } == ["piece-0": ordinary, "piece-1": 19])
+    }
+    #endif
 }

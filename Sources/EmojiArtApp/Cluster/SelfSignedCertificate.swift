@@ -25,7 +25,9 @@ public struct SelfSignedCertificate: Sendable {
         let key = P256.Signing.PrivateKey()
         let keyFile = directory.appendingPathComponent("edge.key")
         let certificateFile = directory.appendingPathComponent("edge.pem")
-        FileManager.default.createFile(atPath: keyFile.path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+        guard FileManager.default.createFile(atPath: keyFile.path, contents: Data(key.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw Failure(description: "the edge's key could not be written to \(keyFile.path): check that the directory is writable and the disk not full")
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: openssl)
         process.arguments = [

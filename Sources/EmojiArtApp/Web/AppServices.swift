@@ -3,6 +3,7 @@ import ImageCache
 import Mustache
 import Synchronization
 import GalleryFeed
+import Imaging
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
 /// (an actor) and the database (a global actor).
@@ -20,8 +21,10 @@ struct AppServices: Sendable {
     let metrics: AppMetrics
     /// Loads the details variants ahead, at low priority, once the catalog is shown.
     let prefetcher: ImagePrefetcher
-    /// Makes the variants in a format slow to encode (AVIF) that a request found not made, at
-    /// low priority, into memory and onto disk: the request after is a memory hit.
+    /// Makes the variants in a format slow to encode (AVIF, WebP) that a request found not made,
+    /// one at a time, at low priority (on the pipeline's nice threads), into memory and onto disk:
+    /// the request after is a memory hit. One at a time keeps a processing slot, and most of the
+    /// processor, for the requests somebody waits for.
     let backgroundEncoder: ImagePrefetcher
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode

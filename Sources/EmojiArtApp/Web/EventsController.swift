@@ -5,7 +5,9 @@ import ImageCache
 import ServiceLifecycle
 
 /// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
-/// changes, and `stats` whenever a memory hit, disk hit or origin fetch happens.
+/// changes, and `stats` (``AppStats``) at once, whenever a memory hit, disk hit or origin fetch
+/// happens, and as the pipeline's work starts and ends (at most ten times a second, the last
+/// change always sent).
 ///
 /// Each stream follows the model's and the database's live values; it ends when the client
 /// goes away or the server shuts down gracefully.
@@ -27,7 +29,7 @@ struct EventsController<Context: RequestContext>: Sendable {
 
     func stream(to writer: inout any ResponseBodyWriter) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
-        let (model, database) = (services.model, services.database)
+        let (model, database, services) = (services.model, services.database, services)
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -43,8 +45,16 @@ struct EventsController<Context: RequestContext>: Sendable {
                 for counter in [database.onMemoryAccess, database.onDiskAccess, database.onOriginFetch] {
                     group.addTask {
                         for await _ in counter {
-                            continuation.yield(Self.event("stats", database.stats()))
+                            continuation.yield(Self.event("stats", services.stats()))
                         }
+                    }
+                }
+                group.addTask {
+                    // Starts with the counts now. The stream keeps only the newest change, so
+                    // pausing between events paces them without losing the last one.
+                    for await _ in database.onSchedulingChange {
+                        continuation.yield(Self.event("stats", services.stats()))
+                        try await Task.sleep(for: .milliseconds(100))
                     }
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))

@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import ImageCache
 
-/// `GET /health`, `GET /stats` (JSON) and `GET /metrics` (Prometheus).
+/// `GET /health`, `GET /stats` (JSON: ``AppStats``) and `GET /metrics` (Prometheus).
 struct OpsController<Context: RequestContext>: Sendable {
     let services: AppServices
 
@@ -13,10 +13,9 @@ struct OpsController<Context: RequestContext>: Sendable {
             return Self.json("{\"status\":\"ok\",\"phase\":\"\(phase)\"}")
         }
         routes.get("stats") { _, _ in
-            let stats = services.database.stats()
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
-            return Self.json(String(decoding: try encoder.encode(stats), as: UTF8.self))
+            return Self.json(String(decoding: try encoder.encode(services.stats()), as: UTF8.self))
         }
         routes.get("metrics") { _, _ in
             let text = services.metrics.exposition(services.database.stats(), signatureFailures: services.model.signatureFailures.value)
@@ -35,5 +34,33 @@ struct OpsController<Context: RequestContext>: Sendable {
             headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(string: text))
         )
+    }
+}
+
+/// What `GET /stats` and the event stream's `stats` events carry: the database's counts
+/// (``ImageDatabase/stats()``, its fields at the top level) and `backgroundEncodes`, the variants
+/// being made in the background or waiting to be (see ``ServedFormat/isQuickToEncode``).
+///
+/// A client that was answered with a stand-in can follow `/events` until `backgroundEncodes`
+/// is 0: its better format was then made (the encode was listed before the stand-in was sent).
+struct AppStats: Encodable {
+    let database: ImagePipeline.Stats
+    let backgroundEncodes: Int
+
+    private enum Key: String, CodingKey {
+        case backgroundEncodes
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        try database.encode(to: encoder)
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(backgroundEncodes, forKey: .backgroundEncodes)
+    }
+}
+
+extension AppServices {
+    /// The counts `/stats` and the `stats` events show.
+    func stats() -> AppStats {
+        AppStats(database: database.stats(), backgroundEncodes: backgroundEncoder.count)
     }
 }

@@ -13,9 +13,10 @@ import NIOCore
 /// Each answer carries `Vary: Accept` and a strong `ETag` (the SHA-256 of its bytes: each format
 /// has its own), and a matching `If-None-Match` is answered 304 with no body, after the image
 /// was looked up, so the toolbar's counters still show what the app's caches did.
-/// `Cache-Control` follows ``HTTPCacheMode``. A format slow to encode (AVIF) that is neither in
-/// memory nor on disk is not waited for: the next format the client accepts is sent at once,
-/// never marked immutable, while the slow one is made in the background at low priority.
+/// `Cache-Control` follows ``HTTPCacheMode``. A variant in a format slow to encode (AVIF, WebP)
+/// that is neither in memory nor on disk is not waited for: the best format the client accepts
+/// that is made (PNG, made then, when none is) is sent at once, never marked immutable, while the
+/// slow one is made in the background at low priority (``ServedFormat/isQuickToEncode``).
 /// Memory hits are answered the same way, byte for byte, by ``fastLane`` on the event loop when
 /// the lane is on.
 struct ImageController<Context: RequestContext>: Sendable {
@@ -52,9 +53,9 @@ struct ImageController<Context: RequestContext>: Sendable {
         case let .load(plan):
             var load = plan
             var provisional = false
-            if kind.format.isSlowToEncode, !services.database.isCached(plan.request),
-               case let .load(faster) = services.plan(services.fasterKind(kind, accept: request.headers[.accept]), piece: piece, version: version) {
-                (load, provisional) = (faster, true)
+            if !kind.format.isQuickToEncode, !services.database.isCached(plan.request),
+               let standIn = services.standIn(for: kind, accept: request.headers[.accept], piece: piece, version: version) {
+                (load, provisional) = (standIn, true)
             }
             let image: Image
             do {
@@ -120,10 +121,20 @@ struct ImageController<Context: RequestContext>: Sendable {
 }
 
 extension AppServices {
-    /// `kind` in the best format the client accepts that is quick to encode: what a request for
-    /// a slow format not yet made is answered with meanwhile.
-    func fasterKind(_ kind: VariantKind, accept: String?) -> VariantKind {
-        VariantKind(route: kind.route, density: kind.density, format: ServedFormat.negotiate(accept, offered: formats.filter { !$0.isSlowToEncode }))
+    /// What a request for `kind`, in a format slow to encode and not made yet, is answered with
+    /// meanwhile: the same variant in the best other format the client accepts whose bytes are
+    /// made (in memory or on disk), else in PNG (made now, as quick as a PNG-only app's first
+    /// request). `nil` when the piece has no plan (it left the feed in between).
+    func standIn(for kind: VariantKind, accept: String?, piece: Int?, version: Substring?) -> ImageLoad? {
+        var offered = formats.filter { $0 != kind.format }
+        while true {
+            // PNG when nothing left is accepted, and PNG is always offered: this ends.
+            let format = ServedFormat.negotiate(accept, offered: offered)
+            let candidate = VariantKind(route: kind.route, density: kind.density, format: format)
+            guard case let .load(load) = plan(candidate, piece: piece, version: version) else { return nil }
+            if format.isQuickToEncode || database.isCached(load.request) { return load }
+            offered.removeAll { $0 == format }
+        }
     }
 }
 

@@ -9,11 +9,13 @@ public import Imaging
 /// fixture (alpha edges included), at the 200 px box where it is largest. Both keep full
 /// chroma resolution: subsampled chroma smears the art's coloured edges past that bound.
 public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// AVIF: about a ninth of the PNG's bytes; slow to encode (about three PNGs' time), so a
-    /// first request is answered with a faster format while it is made (see ``isSlowToEncode``).
+    /// AVIF: about a ninth of the PNG's bytes; slow to encode (about seven PNG encodes' time at
+    /// 200 px), so it is never made while a request waits (see ``isQuickToEncode``).
     case avif
     /// WebP (lossy, at quality 97 with smart chroma subsampling: below that the art's gradients
-    /// pass the bound): under a third of the PNG's bytes.
+    /// pass the bound): under a third of the PNG's bytes; its encode takes about four PNG
+    /// encodes' time (the smart subsampling is most of it), so it is not made while a request
+    /// waits either.
     case webp
     /// Lossless PNG: what every client takes.
     case png
@@ -30,10 +32,12 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
     /// The media type in `Accept` and `Content-Type`.
     public var mediaType: String { "image/\(rawValue)" }
 
-    /// Whether a variant in this format is too slow to make while a person waits for it: a
-    /// request for one not yet made is answered with the next format the client accepts, made
-    /// at once and marked so no cache keeps it, while this one is made in the background.
-    public var isSlowToEncode: Bool { self == .avif }
+    /// Whether a variant in this format is made while a request waits for it: PNG only, which
+    /// keeps a piece's first request as quick as a PNG-only app's. A request for a variant in
+    /// another format not made yet is answered at once with the best format the client accepts
+    /// that is made (PNG, made then, when none is), marked so no cache keeps it, while its own
+    /// format is made in the background.
+    public var isQuickToEncode: Bool { self == .png }
 
     /// `avif`, `webp` or `png`.
     public var description: String { rawValue }
