@@ -152,6 +152,48 @@ import TestSupport
         }
     }
 
+    @Test(.timeLimit(.minutes(1))) func theBackgroundWaitsForAQuietMomentButNotForever() async throws {
+        try await withVerifiedApp { _, database, services in
+            let clock = ManualClock()
+            let encoder = BackgroundEncoder(database: database, quietPeriod: .milliseconds(50), longestWait: .milliseconds(100), clock: clock)
+            func request(_ piece: Int) throws -> ImageRequest {
+                try #require(services.variant(piece: piece, kind: .init(route: .thumbs, density: 1, format: .avif))).request
+            }
+            let (first, second) = (try request(3), try request(4))
+            let started = database.stats().scheduling.processing.started
+
+            // A request at 40 ms: no quiet period yet at 50 ms, one more from there.
+            encoder.make(first)
+            #expect(encoder.count == 1)
+            await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(40))
+            encoder.noteRequest()
+            clock.advance(by: .milliseconds(10))
+            await clock.waitForSleepers(1)
+            #expect(database.stats().scheduling.processing.started == started && !database.isCached(first), "not at 50 ms")
+            clock.advance(by: .milliseconds(50))
+            await Self.waitUntilCached(first, in: database)
+            for await _ in database.onSchedulingChange where encoder.count == 0 { break }
+
+            // Requests that never pause: the variant starts 100 ms after it was asked for all the
+            // same. Each request is noted while the encoder sleeps, so each look it takes is known.
+            encoder.make(second)  // 100 ms: quiet until 150?
+            await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(30))
+            encoder.noteRequest()  // 130: no
+            clock.advance(by: .milliseconds(30))  // 160: it wakes, and sleeps until the longest wait's end, 200
+            await clock.waitForSleepers(1)
+            encoder.noteRequest()  // 160
+            clock.advance(by: .milliseconds(30))
+            #expect(!database.isCached(second), "not at 190 ms")
+            encoder.noteRequest()  // 190
+            clock.advance(by: .milliseconds(10))  // 200: the longest wait is over
+            await Self.waitUntilCached(second, in: database)
+            for await _ in database.onSchedulingChange where encoder.count == 0 { break }
+            #expect(database.stats().scheduling.processing.started == started + 2)
+        }
+    }
+
     @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
         try await withVerifiedApp { port, database, services in
             let before = database.stats().scheduling.processing.started

@@ -1,8 +1,5 @@
 import Dispatch
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 @testable import ImageCache
 import Synchronization
 import Testing
@@ -239,30 +236,4 @@ final class ThreadHoldingProcessor: ImageProcessing {
         let stats = loader.schedulingStats.processing
         #expect(stats.started == 5 && stats.maxRunning == 3, "two prefetches and the shown image")
     }
-
-    #if os(Linux)
-    /// Records the nice value of the thread each call runs on.
-    final class NiceValueRecorder: ImageProcessing {
-        let identifier = "nice-value"
-        let values = Mutex<[String: Int32]>([:])
-
-        func process(_ image: Image) async throws -> Image {
-            let nice = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-            values.withLock { $0[String(decoding: image.data, as: UTF8.self)] = nice }
-            return image
-        }
-    }
-
-    @Test func backgroundWorkIsProcessedOnThreadsTheKernelRunsLast() async throws {
-        let processor = NiceValueRecorder()
-        // The process's own nice value: what ordinary threads run at (0 unless started with `nice`).
-        let ordinary = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-        let loader = await Self.loader(count: 2, limits: .init(processing: 2))
-        _ = try await loader.image(for: ImageRequest(url: Self.url(0), processor: processor, priority: .normal))
-        let prefetcher = ImagePrefetcher(loader: loader)
-        prefetcher.startPrefetching(with: [ImageRequest(url: Self.url(1), processor: processor)])
-        await Self.until(loader) { $0.processing.started == 2 && $0.processing.running == 0 }
-        #expect(processor.values.withLock { $0 } == ["piece-0": ordinary, "piece-1": 19])
-    }
-    #endif
 }

@@ -26,7 +26,7 @@ public final class ManualClock: Clock, Sendable {
         var now = Instant()
         var nextID = 0
         var sleepers: [Sleeper] = []
-        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var watchers: [(id: Int, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
         /// Removes and returns the watchers whose count of sleepers is reached.
         mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
@@ -70,15 +70,27 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    /// Returns once at least `count` tasks are sleeping on this clock.
+    /// Returns once at least `count` tasks are sleeping on this clock, or once the waiting task
+    /// is cancelled (a test's time limit): code that never sleeps fails the test, never hangs it.
     public func waitForSleepers(_ count: Int = 1) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state in
-                if state.sleepers.count >= count { return true }
-                state.watchers.append((count, continuation))
-                return false
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    if state.sleepers.count >= count || Task.isCancelled { return true }
+                    state.watchers.append((id, count, continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let watcher = state.withLock { state in
+                state.watchers.firstIndex { $0.id == id }.map { state.watchers.remove(at: $0) }
+            }
+            watcher?.continuation.resume()
         }
     }
 

@@ -59,7 +59,7 @@ public enum EmojiArtApp {
             formats: formats,
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(database: database),
-            backgroundEncoder: ImagePrefetcher(database: database, destination: .memoryCache, maxConcurrentRequestCount: 1),
+            backgroundEncoder: BackgroundEncoder(database: database),
             httpCache: configuration.httpCache,
             instanceName: configuration.instanceName,
             allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)

@@ -22,10 +22,8 @@ struct AppServices: Sendable {
     /// Loads the details variants ahead, at low priority, once the catalog is shown.
     let prefetcher: ImagePrefetcher
     /// Makes the variants in a format slow to encode (AVIF, WebP) that a request found not made,
-    /// one at a time, at low priority (on the pipeline's nice threads), into memory and onto disk:
-    /// the request after is a memory hit. One at a time keeps a processing slot, and most of the
-    /// processor, for the requests somebody waits for.
-    let backgroundEncoder: ImagePrefetcher
+    /// once the image routes are quiet, one at a time: the request after is a memory hit.
+    let backgroundEncoder: BackgroundEncoder
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.

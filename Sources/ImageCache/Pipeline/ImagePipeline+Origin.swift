@@ -98,7 +98,7 @@ extension ImagePipeline {
             // while too many wait.
             image = try await holdingOriginal(bytes: original.data.count) {
                 try await run(.processing, for: id) {
-                    try await onProcessingThreads(for: id) { try await Self.process(original, with: processor) }
+                    try await onProcessingThreads { try await Self.process(original, with: processor) }
                 }
             }
         }

@@ -19,12 +19,9 @@ extension ImagePipeline {
     }
 
     /// Runs `operation` with the processing threads as its executor, so the synchronous work
-    /// inside it blocks one of them and never one of Swift's cooperative threads. The work of a
-    /// flight whose priority is background work when it starts (``ImageRequest/Priority/isBackground``)
-    /// runs on the nice threads instead; it stays there if a caller joins it later.
-    func onProcessingThreads<T>(for id: FlightID, _ operation: () async throws -> T) async throws -> T {
-        let isBackground = bookkeeping.withLock { $0.priority(ofFlight: id)?.isBackground ?? false }
-        return try await withTaskExecutorPreference(isBackground ? backgroundPool : processingPool) { try await operation() }
+    /// inside it blocks one of them and never one of Swift's cooperative threads.
+    func onProcessingThreads<T>(_ operation: () async throws -> T) async throws -> T {
+        try await withTaskExecutorPreference(processingPool) { try await operation() }
     }
 
     /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and

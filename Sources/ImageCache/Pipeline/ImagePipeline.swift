@@ -100,10 +100,6 @@ public final class ImagePipeline: Sendable {
     let changes = LiveCounter()
     /// Where processors run: never on Swift's cooperative threads.
     let processingPool: WorkerPool
-    /// Where the processors of background flights (prefetches, refreshes) run: threads the
-    /// kernel schedules behind every other (nice 19 on Linux), so a variant made ahead of time
-    /// slows nobody who waits. Started on first use.
-    let backgroundPool: WorkerPool
     /// Where disk writes (and their `fsync`) run.
     let ioPool: WorkerPool
 
@@ -169,7 +165,6 @@ public final class ImagePipeline: Sendable {
             queueCapacity: limits.queueCapacity
         )))
         processingPool = WorkerPool(name: "processing", threads: configuration.limits.processing)
-        backgroundPool = WorkerPool(name: "background", threads: configuration.limits.processing, nice: true)
         ioPool = WorkerPool(name: "io", threads: configuration.limits.diskWrites)
     }
 

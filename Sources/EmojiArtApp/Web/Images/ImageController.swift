@@ -16,7 +16,7 @@ import NIOCore
 /// `Cache-Control` follows ``HTTPCacheMode``. A variant in a format slow to encode (AVIF, WebP)
 /// that is neither in memory nor on disk is not waited for: the best format the client accepts
 /// that is made (PNG, made then, when none is) is sent at once, never marked immutable, while the
-/// slow one is made in the background at low priority (``ServedFormat/isQuickToEncode``).
+/// slow one is made in the background once the routes are quiet (``BackgroundEncoder``).
 /// Memory hits are answered the same way, byte for byte, by ``fastLane`` on the event loop when
 /// the lane is on.
 struct ImageController<Context: RequestContext>: Sendable {
@@ -36,6 +36,8 @@ struct ImageController<Context: RequestContext>: Sendable {
     }
 
     func image(_ request: Request, _ context: Context, route: ImageRoute, density: Int) async throws -> Response {
+        // Somebody waits for this one: variants made in the background wait until such requests pause.
+        services.backgroundEncoder.noteRequest()
         try Self.checkQuery(request)
         let piece = context.parameters.get("piece", as: Int.self)
         let version = request.uri.queryParameters.get("v").map { Substring($0) }
@@ -70,9 +72,9 @@ struct ImageController<Context: RequestContext>: Sendable {
                 throw HTTPError(.badGateway, message: "\(error)")
             }
             if provisional {
-                // Made in the background, at low priority, for the requests after this one; once
-                // the stand-in is made, so the two do not share the processor while this waits.
-                services.backgroundEncoder.startPrefetching(with: [plan.request])
+                // Made in the background for the requests after this one, once the routes are
+                // quiet; listed before the stand-in is sent (`backgroundEncodes` counts it).
+                services.backgroundEncoder.make(plan.request)
             }
             let answer = services.answer(load, image: image, ifNoneMatch: request.headers[.ifNoneMatch], provisional: provisional)
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
