@@ -111,6 +111,7 @@ import GalleryFeed
             prefetcher.startPrefetching(with: made)
             let disk = try #require(twins.database.pipeline.disk)
             for await _ in twins.database.onSchedulingChange where made.allSatisfy({ disk.contains(key: $0.cacheKey) }) { break }
+            withExtendedLifetime(prefetcher) {}  // its deinit would cancel the prefetches
             #expect(made.count == 2 && made.allSatisfy { twins.database.pipeline.memory.peek($0.cacheKey) == nil })
             var etag = ""
             for (path, method, template, byLane) in cases {

@@ -93,29 +93,26 @@ final class RunningCluster: Sendable {
     /// Waits until every instance has verified the catalog: follows each one's `/events` until
     /// its phase is `ready` (the stream starts with the current phase).
     func waitUntilEveryInstanceIsReady() async throws {
-        for instance in instances {
-            let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(120))
-            var text = ""
-            for try await chunk in response.body {
-                text += String(buffer: chunk)
-                if text.contains(#""name":"ready""#) { break }
-            }
-            guard text.contains(#""name":"ready""#) else { throw ClusterError("\(instance.url) ended its events before it was ready") }
-        }
+        try await followEveryInstancesEvents(until: #""name":"ready""#, else: "ended its events before it was ready")
     }
 
     /// Waits until no instance has a variant to make in the background: follows each one's
     /// `/events` until its counts say `backgroundEncodes` is 0 (the stream starts with the
     /// counts now; a stand-in is sent after its better format is listed).
     func waitUntilNoBackgroundEncodes() async throws {
+        try await followEveryInstancesEvents(until: #""backgroundEncodes":0"#, else: "ended its events with encodes to make")
+    }
+
+    /// Follows each instance's `/events` until it has sent `marker`.
+    private func followEveryInstancesEvents(until marker: String, else failure: String) async throws {
         for instance in instances {
             let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(120))
             var text = ""
             for try await chunk in response.body {
                 text += String(buffer: chunk)
-                if text.contains(#""backgroundEncodes":0"#) { break }
+                if text.contains(marker) { break }
             }
-            guard text.contains(#""backgroundEncodes":0"#) else { throw ClusterError("\(instance.url) ended its events with encodes to make") }
+            guard text.contains(marker) else { throw ClusterError("\(instance.url) \(failure)") }
         }
     }
 

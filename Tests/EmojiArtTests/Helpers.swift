@@ -93,6 +93,9 @@ func withVerifiedApp(
             // As the app: text answers compressed behind the lane (TextCompression).
             responder: router.buildResponder(), server: .http1(fastLane: lane, additionalChannelHandlers: { TextCompression.handlers() }),
             configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
+            // As the app: the background encoder stops with the server (nothing is made into
+            // the test's directory once it is gone).
+            services: [services.backgroundEncoder],
             onServerRunning: { await running($0.localAddress?.port ?? 0) }
         )
     }) { port in

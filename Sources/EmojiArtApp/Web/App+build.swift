@@ -33,6 +33,7 @@ public enum EmojiArtApp {
             router: router,
             server: .http1(fastLane: lane, additionalChannelHandlers: compression),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
+            services: [services.backgroundEncoder],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )

@@ -6,8 +6,7 @@ import ServiceLifecycle
 
 /// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
 /// changes, and `stats` (``AppStats``) at once, whenever a memory hit, disk hit or origin fetch
-/// happens, and as the pipeline's work starts and ends (at most ten times a second, the last
-/// change always sent).
+/// happens, and whenever the count of variants left to make in the background moves.
 ///
 /// Each stream follows the model's and the database's live values; it ends when the client
 /// goes away or the server shuts down gracefully.
@@ -50,11 +49,10 @@ struct EventsController<Context: RequestContext>: Sendable {
                     }
                 }
                 group.addTask {
-                    // Starts with the counts now. The stream keeps only the newest change, so
-                    // pausing between events paces them without losing the last one.
-                    for await _ in database.onSchedulingChange {
+                    // Starts with the counts now, then each time a variant is listed for the
+                    // background or leaves it.
+                    for await _ in services.backgroundEncoder.changes.stream() {
                         continuation.yield(Self.event("stats", services.stats()))
-                        try await Task.sleep(for: .milliseconds(100))
                     }
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))

@@ -41,8 +41,9 @@ struct OpsController<Context: RequestContext>: Sendable {
 /// (``ImageDatabase/stats()``, its fields at the top level) and `backgroundEncodes`, the variants
 /// being made in the background or waiting to be (see ``ServedFormat/isQuickToEncode``).
 ///
-/// A client that was answered with a stand-in can follow `/events` until `backgroundEncodes`
-/// is 0: its better format was then made (the encode was listed before the stand-in was sent).
+/// A client that was answered with a stand-in can follow `/events`, opened after that answer,
+/// until `backgroundEncodes` is 0: its better format was then made, or its making failed (the
+/// encode was listed before the stand-in was sent).
 struct AppStats: Encodable {
     let database: ImagePipeline.Stats
     let backgroundEncodes: Int

@@ -11,10 +11,9 @@ import Synchronization
 ///
 /// - Prefetches run at ``priority`` (``ImageRequest/Priority/low`` by default), so they never
 ///   start before queued work somebody waits for; when a queue is full they are refused first.
-///   Their processors run on threads the kernel schedules behind all others (see
-///   ``ImagePipeline/Limits``).
-/// - At most ``maxConcurrentRequestCount`` run at once; the others wait here, first in first
-///   out, and take no place in the pipeline's queues until they start.
+/// - At most ``maxConcurrentRequestCount`` run at once (stopped ones count until they end); the
+///   others wait here, first in first out, and take no place in the pipeline's queues until they
+///   start.
 /// - A caller that asks for an image being prefetched joins the same work, at its own priority.
 /// - Prefetched images land on disk, and in memory when ``Destination/memoryCache`` is asked
 ///   for; they never count as memory or disk hits.
@@ -37,6 +36,8 @@ public final class ImagePrefetcher: Sendable {
         var running: [String: ImageTask] = [:]
         /// Prefetches not started yet, in order, each at the priority it will start with.
         var waiting: [ImageRequest] = []
+        /// Prefetches stopped that have not ended yet: they still hold their place.
+        var stopping = 0
     }
 
     private let pipeline: ImagePipeline
@@ -99,7 +100,7 @@ public final class ImagePrefetcher: Sendable {
 
     /// Starts waiting prefetches while fewer than the most run (under the lock).
     private func startWaiting(_ state: inout State) {
-        while state.running.count < maxConcurrentRequestCount, !state.waiting.isEmpty {
+        while state.running.count + state.stopping < maxConcurrentRequestCount, !state.waiting.isEmpty {
             let request = state.waiting.removeFirst()
             let key = request.cacheKey
             // Made meanwhile (somebody asked for it): nothing to do.
@@ -118,7 +119,7 @@ public final class ImagePrefetcher: Sendable {
     /// watches ``count`` sees it fall.
     private func finished(_ task: ImageTask, key: String) {
         state.withLock { state in
-            if state.running[key] === task { state.running[key] = nil }
+            if state.running[key] === task { state.running[key] = nil } else { state.stopping -= 1 }
             startWaiting(&state)
         }
         pipeline.changed()
@@ -144,10 +145,11 @@ public final class ImagePrefetcher: Sendable {
         let tasks = state.withLock { state in
             state.waiting.removeAll { keys.contains($0.cacheKey) }
             let stopped = keys.compactMap { state.running.removeValue(forKey: $0) }
-            startWaiting(&state)
+            state.stopping += stopped.count
             return stopped
         }
         for task in tasks { task.cancel() }
+        pipeline.changed()
     }
 
     /// Stops every prefetch.
@@ -155,14 +157,17 @@ public final class ImagePrefetcher: Sendable {
         let tasks = state.withLock { state in
             defer { state.running.removeAll() }
             state.waiting.removeAll()
+            state.stopping += state.running.count
             return Array(state.running.values)
         }
         for task in tasks { task.cancel() }
+        pipeline.changed()
     }
 
-    /// Requests being prefetched now, or waiting to be. A prefetch leaves the count once its
-    /// image is stored (in memory, for ``Destination/memoryCache``); the pipeline's
-    /// ``ImagePipeline/onSchedulingChange`` yields after each fall.
+    /// Requests being prefetched now, or waiting to be (stopped ones not included). A prefetch
+    /// leaves the count once its image is stored (in memory, for ``Destination/memoryCache``),
+    /// or its loading failed, or it is stopped; the pipeline's ``ImagePipeline/onSchedulingChange``
+    /// yields after each fall.
     public var count: Int { state.withLock { $0.running.count + $0.waiting.count } }
 
     deinit {

@@ -1,26 +1,36 @@
 import Clocks
 import ImageCache
+import ServiceLifecycle
 import Synchronization
 
 /// Makes the variants that requests found not made, in a format slow to encode (AVIF, WebP), into
 /// memory and onto disk: the request after each is a memory hit (``ServedFormat/isQuickToEncode``).
 ///
 /// Background work must not slow the requests somebody waits for, and on a machine with few
-/// cores sharing them is what slows them: libvips does its pixel work on threads of its own, so
-/// no thread priority of ours reaches it. So the encoder waits for a quiet moment: it starts a
-/// variant only after a ``quietPeriod`` in which the image routes had no request (a burst of cold
-/// thumbnails, as a browser's first catalog sends, is answered first), and makes one at a time,
-/// at low priority, through an `ImagePrefetcher` (no hit is counted). Under requests that never
-/// pause it starts the next one after ``longestWait`` all the same. Noting a request is one
-/// atomic add: it is on every image route's path.
+/// cores sharing them is what slows them: libvips does its pixel work on threads of its own,
+/// shared by every caller, so no thread priority of ours reaches it. So the encoder waits for a
+/// quiet moment: it starts a variant only after a ``quietPeriod`` in which no request reached the
+/// image routes (memory hits the fast lane answers do not count: they cost microseconds), so a
+/// burst of cold thumbnails, as a browser's first catalog sends, is answered first. It makes one
+/// at a time, at low priority, through an `ImagePrefetcher` (no hit is counted). Under requests
+/// that never pause, a variant starts ``longestWait`` after it was listed all the same. Noting a
+/// request is one atomic add: it is on every image route's path.
 ///
 /// ``count`` (the app's `backgroundEncodes`) counts a variant from ``make(_:)`` until it is in
-/// memory. Thread-safe.
-final class BackgroundEncoder: Sendable {
-    /// How long the image routes must have been quiet before a variant is started.
+/// memory, or its making failed (a queue full of work somebody waits for refuses background work
+/// first); ``changes`` says when it moves. At most ``maxWaiting`` wait: a variant asked for beyond
+/// that is listed again by the next request for it. As a `Service` of the app, it stops at the
+/// app's graceful shutdown. Thread-safe.
+final class BackgroundEncoder: Service, Sendable {
+    /// How long no request may reach the image routes before a variant is started.
     let quietPeriod: Duration
-    /// The longest a variant waits for a quiet moment.
+    /// The longest a listed variant waits for a quiet moment.
     let longestWait: Duration
+    /// The most variants waiting (each piece has at most eight to make: two routes, two
+    /// densities, two slow formats).
+    let maxWaiting: Int
+    /// ``count``, after each change: for the event stream.
+    let changes = LiveValue(0)
 
     private let database: ImageDatabase
     private let prefetcher: ImagePrefetcher
@@ -30,20 +40,25 @@ final class BackgroundEncoder: Sendable {
     private let requests = Atomic<Int>(0)
 
     private struct State {
-        /// Variants to make, in order.
-        var waiting: [ImageRequest] = []
+        /// Variants to make, in order, each with when it was listed.
+        var waiting: [(request: ImageRequest, listed: AnyClock<Duration>.Instant)] = []
+        /// The cache keys of `waiting`, and of the one being made.
+        var keys: Set<String> = []
         /// Whether the task that makes them runs.
         var draining = false
+        /// Set by ``stop()``: nothing more is made.
+        var stopped = false
     }
 
     /// An encoder into `database`, on `clock` (tests pass one they move by hand).
     init(
         database: ImageDatabase, quietPeriod: Duration = .milliseconds(50), longestWait: Duration = .seconds(2),
-        clock: some Clock<Duration> = ContinuousClock()
+        maxWaiting: Int = 4096, clock: some Clock<Duration> = ContinuousClock()
     ) {
         self.database = database
         self.quietPeriod = quietPeriod
         self.longestWait = longestWait
+        self.maxWaiting = maxWaiting
         self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
         prefetcher = ImagePrefetcher(database: database, destination: .memoryCache, maxConcurrentRequestCount: 1)
     }
@@ -53,49 +68,69 @@ final class BackgroundEncoder: Sendable {
         requests.add(1, ordering: .relaxed)
     }
 
-    /// Makes `request`'s variant once the routes are quiet, unless it is waiting already.
+    /// Makes `request`'s variant once the routes are quiet, unless it is listed already.
     func make(_ request: ImageRequest) {
         noteRequest()
-        let start = state.withLock { state -> Bool in
-            guard !state.waiting.contains(where: { $0.cacheKey == request.cacheKey }) else { return false }
-            state.waiting.append(request)
+        let listed = clock.now
+        let (added, start) = state.withLock { state -> (Bool, Bool) in
+            guard !state.stopped, state.waiting.count < maxWaiting, state.keys.insert(request.cacheKey).inserted else { return (false, false) }
+            state.waiting.append((request, listed))
             defer { state.draining = true }
-            return !state.draining
+            return (true, !state.draining)
         }
+        if added { announce() }
         if start { Task { await drain() } }
     }
 
     /// Variants waiting or being made.
-    var count: Int { state.withLock { $0.waiting.count } + prefetcher.count }
+    var count: Int { state.withLock { $0.keys.count } }
 
-    /// Makes the waiting variants, one at a time, each after a quiet period (or the longest
+    /// Drops what waits and makes nothing more (the app is shutting down); the one being made
+    /// is cancelled.
+    func stop() {
+        state.withLock { state in
+            state.stopped = true
+            state.waiting.removeAll()
+            state.keys.removeAll()
+        }
+        prefetcher.stopPrefetching()
+        announce()
+    }
+
+    /// Waits for the app's graceful shutdown, then stops.
+    func run() async throws {
+        try? await gracefulShutdown()
+        stop()
+    }
+
+    private func announce() {
+        changes.update { $0 = count }
+    }
+
+    /// Makes the waiting variants, one at a time, each after a quiet period (or its longest
     /// wait); ends when none waits.
     private func drain() async {
-        var waitingSince = clock.now
         while true {
-            let deadline = waitingSince.advanced(by: longestWait)
+            guard let entry = state.withLock({ state in
+                if state.waiting.isEmpty || state.stopped { state.draining = false }
+                return state.draining ? state.waiting.first : nil
+            }) else { return }
+            let (next, listed) = entry
+            let deadline = listed.advanced(by: longestWait)
             if clock.now < deadline {
                 let seen = requests.load(ordering: .relaxed)
                 try? await clock.sleep(until: min(clock.now.advanced(by: quietPeriod), deadline), tolerance: nil)
                 if requests.load(ordering: .relaxed) != seen, clock.now < deadline { continue }
             }
-            guard let next = state.withLock({ $0.waiting.first }) else {
-                // Nothing waits: stop, unless one was added since the look above.
-                let stopped = state.withLock { state -> Bool in
-                    if state.waiting.isEmpty { state.draining = false }
-                    return !state.draining
-                }
-                if stopped { return } else { continue }
-            }
-            // Listed by the prefetcher before it leaves the list here: never counted as 0 while
-            // it is made.
-            prefetcher.startPrefetching(with: [next])
             state.withLock { state in
-                if let index = state.waiting.firstIndex(where: { $0.cacheKey == next.cacheKey }) { state.waiting.remove(at: index) }
+                if !state.waiting.isEmpty, state.waiting[0].request.cacheKey == next.cacheKey { state.waiting.removeFirst() }
             }
-            // Each prefetch that ends is a scheduling change.
+            // Its key stays listed until it is made: a request meanwhile does not list it again.
+            prefetcher.startPrefetching(with: [next])
+            // Each prefetch that ends is a scheduling change (made, failed or cancelled).
             for await _ in database.onSchedulingChange where prefetcher.count == 0 { break }
-            waitingSince = clock.now
+            state.withLock { _ = $0.keys.remove(next.cacheKey) }
+            announce()
         }
     }
 }
