@@ -180,7 +180,7 @@ import TestSupport
             #expect(database.stats().scheduling.processing.started == started && !database.isCached(first), "not at 50 ms")
             clock.advance(by: .milliseconds(50))
             await Self.waitUntilCached(first, in: database)
-            for await _ in database.onSchedulingChange where encoder.count == 0 { break }
+            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
 
             // Requests that never pause: the variant starts 100 ms after it was asked for all the
             // same. Each request is noted while the encoder sleeps, so each look it takes is known.
@@ -196,8 +196,16 @@ import TestSupport
             encoder.noteRequest()  // 190
             clock.advance(by: .milliseconds(10))  // 200: the longest wait is over
             await Self.waitUntilCached(second, in: database)
-            for await _ in database.onSchedulingChange where encoder.count == 0 { break }
+            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
             #expect(database.stats().scheduling.processing.started == started + 2)
+
+            // A variant no longer wanted when its turn comes (a new edition arrived) is dropped.
+            let third = try request(5)
+            encoder.make(third) { false }
+            await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(50))
+            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
+            #expect(!database.isCached(third) && database.stats().scheduling.processing.started == started + 2)
         }
     }
 

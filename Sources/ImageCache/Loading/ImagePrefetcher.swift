@@ -48,8 +48,12 @@ public final class ImagePrefetcher: Sendable {
     private let state: Mutex<State>
 
     /// Creates a prefetcher into `database`'s caches.
-    /// - Parameter maxConcurrentRequestCount: the most prefetches running at once (at least 1);
-    ///   by default as many as the pipeline's limits admit.
+    /// - Parameters:
+    ///   - database: whose pipeline loads the images and whose caches keep them.
+    ///   - destination: disk only (the default), or memory too.
+    ///   - priority: the priority of every prefetch (``ImageRequest/Priority/low`` by default).
+    ///   - maxConcurrentRequestCount: the most prefetches running at once (at least 1); by
+    ///     default as many as the pipeline's limits admit.
     public convenience init(
         database: ImageDatabase, destination: Destination = .diskCache, priority: ImageRequest.Priority = .low,
         maxConcurrentRequestCount: Int = .max
@@ -58,8 +62,11 @@ public final class ImagePrefetcher: Sendable {
     }
 
     /// Creates a prefetcher into `loader`'s memory cache.
-    /// - Parameter maxConcurrentRequestCount: the most prefetches running at once (at least 1);
-    ///   by default as many as the pipeline's limits admit.
+    /// - Parameters:
+    ///   - loader: whose pipeline loads the images and whose memory keeps them.
+    ///   - priority: the priority of every prefetch (``ImageRequest/Priority/low`` by default).
+    ///   - maxConcurrentRequestCount: the most prefetches running at once (at least 1); by
+    ///     default as many as the pipeline's limits admit.
     public convenience init(loader: ImageLoader, priority: ImageRequest.Priority = .low, maxConcurrentRequestCount: Int = .max) {
         self.init(pipeline: loader.pipeline, destination: .memoryCache, priority: priority, maxConcurrentRequestCount: maxConcurrentRequestCount)
     }

@@ -40,8 +40,8 @@ final class BackgroundEncoder: Service, Sendable {
     private let requests = Atomic<Int>(0)
 
     private struct State {
-        /// Variants to make, in order, each with when it was listed.
-        var waiting: [(request: ImageRequest, listed: AnyClock<Duration>.Instant)] = []
+        /// Variants to make, in order, each with when it was listed and whether it is still wanted.
+        var waiting: [(request: ImageRequest, listed: AnyClock<Duration>.Instant, isWanted: @Sendable () -> Bool)] = []
         /// The cache keys of `waiting`, and of the one being made.
         var keys: Set<String> = []
         /// Whether the task that makes them runs.
@@ -69,12 +69,14 @@ final class BackgroundEncoder: Service, Sendable {
     }
 
     /// Makes `request`'s variant once the routes are quiet, unless it is listed already.
-    func make(_ request: ImageRequest) {
+    /// - Parameter isWanted: asked just before it is started; `false` drops it (a new edition of
+    ///   the piece arrived meanwhile: its old variant would only fail its checksum).
+    func make(_ request: ImageRequest, isWanted: @escaping @Sendable () -> Bool = { true }) {
         noteRequest()
         let listed = clock.now
         let (added, start) = state.withLock { state -> (Bool, Bool) in
             guard !state.stopped, state.waiting.count < maxWaiting, state.keys.insert(request.cacheKey).inserted else { return (false, false) }
-            state.waiting.append((request, listed))
+            state.waiting.append((request, listed, isWanted))
             defer { state.draining = true }
             return (true, !state.draining)
         }
@@ -115,7 +117,7 @@ final class BackgroundEncoder: Service, Sendable {
                 if state.waiting.isEmpty || state.stopped { state.draining = false }
                 return state.draining ? state.waiting.first : nil
             }) else { return }
-            let (next, listed) = entry
+            let (next, listed, isWanted) = entry
             let deadline = listed.advanced(by: longestWait)
             if clock.now < deadline {
                 let seen = requests.load(ordering: .relaxed)
@@ -126,7 +128,7 @@ final class BackgroundEncoder: Service, Sendable {
                 if !state.waiting.isEmpty, state.waiting[0].request.cacheKey == next.cacheKey { state.waiting.removeFirst() }
             }
             // Its key stays listed until it is made: a request meanwhile does not list it again.
-            prefetcher.startPrefetching(with: [next])
+            if isWanted() { prefetcher.startPrefetching(with: [next]) }
             // Each prefetch that ends is a scheduling change (made, failed or cancelled).
             for await _ in database.onSchedulingChange where prefetcher.count == 0 { break }
             state.withLock { _ = $0.keys.remove(next.cacheKey) }

@@ -74,7 +74,7 @@ struct ImageController<Context: RequestContext>: Sendable {
             if provisional {
                 // Made in the background for the requests after this one, once the routes are
                 // quiet; listed before the stand-in is sent (`backgroundEncodes` counts it).
-                services.backgroundEncoder.make(plan.request)
+                services.backgroundEncoder.make(plan.request) { [services] in services.isCurrent(plan) }
             }
             let answer = services.answer(load, image: image, ifNoneMatch: request.headers[.ifNoneMatch], provisional: provisional)
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
