@@ -95,6 +95,24 @@ import TestSupport
         }
     }
 
+    @Test func aChecksumMismatchIsRememberedOnlyForTheChecksumItWasAgainst() async throws {
+        let origin = TestOrigin()
+        origin.set("revised", .image(payload(7)))
+        try await origin.run { (base) async throws in
+            let database = database()
+            let url = base.appendingPathComponent("images/revised")
+            // The feed's old edition expected other bytes: a mismatch, remembered for it.
+            let old = ImageRequest(url: url, expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(old) }
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(old) }
+            #expect(origin.requests("revised") == 1, "remembered for the old checksum: not asked again")
+            // The new edition expects these bytes: it loads at once, not answered by the old failure.
+            let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest(payload(7)))
+            #expect(try await database.image(new).data == payload(7))
+            #expect(origin.requests("revised") == 2)
+        }
+    }
+
     @Test func bodyOverTheLimitStopsEarly() async throws {
         let origin = TestOrigin()
         // Up to 1 GB in 64 KB writes, as fast as the client reads; the limit is 512 KB.

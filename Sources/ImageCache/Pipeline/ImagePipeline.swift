@@ -254,8 +254,14 @@ public final class ImagePipeline: Sendable {
             //    memory just before (image(for:)) reaches here without suspending; one that
             //    looked earlier (ImageDatabase's image(after:), an event loop's miss) did, and a
             //    new flight's leader looks again.
-            let step = bookkeeping.withLock {
-                $0.begin(flightKey, asker: caller.asker, wantsMemory: caller.wantsMemory, now: clock.now, retrying: retrying)
+            let step = bookkeeping.withLock { machine in
+                let now = clock.now
+                // A checksum mismatch remembered for another expected digest (the feed has listed
+                // a new edition of the image since) is not this request's answer: it loads again.
+                let anotherEdition = Self.isForAnotherChecksum(machine.failure(flightKey, now: now)?.failure, request)
+                return machine.begin(
+                    flightKey, asker: caller.asker, wantsMemory: caller.wantsMemory, now: now, retrying: retrying || anotherEdition
+                )
             }
             retrying = false  // a failure recorded from now on is this request's own answer
             let result: Image?
@@ -462,6 +468,13 @@ public final class ImagePipeline: Sendable {
         if remembered != nil { counters.failures.increment() }
         let answer = result.map { Optional($0) }
         for waiter in waiters { waiter.resume(with: answer) }
+    }
+
+    /// Whether `failure` is a checksum mismatch remembered for a request that expected other
+    /// bytes than `request` does.
+    static func isForAnotherChecksum(_ failure: ImagePipeline.Error?, _ request: ImageRequest) -> Bool {
+        guard case let .checksumMismatch(expected, _, _)? = failure else { return false }
+        return expected != request.expectedSHA256
     }
 
     /// Waits for flight `id` as its `member`. Cancelling the calling task returns at once with
