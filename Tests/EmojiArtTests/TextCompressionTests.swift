@@ -51,6 +51,22 @@ import TestSupport
         return Array(data)
     }
 
+    /// The app as `emojiart app` builds it: compressed unless `--no-compression` turned it off.
+    @Test(arguments: [true, false])
+    func theBuiltAppCompressesTextUnlessToldNotTo(compression: Bool) async throws {
+        try await withGallery { galleryURL, database in
+            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, compression: compression)
+            try await withLiveServer({ running in
+                try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: running)
+            }) { port in
+                let script = try await Self.get(port, "/assets/app.js", fields: ["Accept-Encoding": "gzip"])
+                #expect(script.status == 200)
+                #expect(script.fields["content-encoding"] == (compression ? "gzip" : nil), "compression \(compression)")
+                #expect(compression || String(decoding: script.body, as: UTF8.self).contains("EventSource"), "the script as it is")
+            }
+        }
+    }
+
     @Test(arguments: [true, false])
     func textIsCompressedForAClientThatAcceptsItAndIdenticalWhenUnpacked(fastLane: Bool) async throws {
         try await withVerifiedApp(fastLane: fastLane) { port, _, _ in
