@@ -76,11 +76,15 @@ struct AppServices: Sendable {
     }
 
     /// The path and query of `file`'s variant of `route` at `density` in this mode
-    /// (`/thumbs/2x/5?v=...` when immutable).
+    /// (`/thumbs/2x/5?v=...` when immutable). The `v=` is the one the variant keeps (made once
+    /// per feed entry, the same for every format): the page does not hash it again for each
+    /// card it draws.
     func url(_ file: ImageFile, route: ImageRoute, density: Int) -> String {
         let path = "/\(route.rawValue)/" + (density == 1 ? "" : "\(density)x/") + "\(file.pieceNumber ?? -1)"
-        guard httpCache == .immutable, let box = boxes[route] else { return path }
-        return path + "?v=" + Self.version(file, box: box * density, formats: formats)
+        guard httpCache == .immutable, let piece = file.pieceNumber,
+              let variant = variant(piece: piece, kind: VariantKind(route: route, density: density, format: .png))
+        else { return path }
+        return path + "?v=" + variant.version
     }
 
     /// Piece `number`'s variant of `kind`, made once per feed entry; `nil` when the feed has no
