@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Dispatch
 import EmojiArtApp
 import Foundation
+import Synchronization
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -103,17 +104,36 @@ final class RunningCluster: Sendable {
         try await followEveryInstancesEvents(until: #""backgroundEncodes":0"#, else: "ended its events with encodes to make")
     }
 
-    /// Follows each instance's `/events` until it has sent `marker`.
-    private func followEveryInstancesEvents(until marker: String, else failure: String) async throws {
+    /// Follows each instance's `/events` until it has sent `marker`, for at most `limit` per
+    /// instance. The request's time-out bounds only its head, so a stream that stays open
+    /// without the marker (it sends a ping now and then) would be followed forever: past the
+    /// limit this throws, with what the instance sent so far.
+    private func followEveryInstancesEvents(until marker: String, else failure: String, limit: Duration = .seconds(100)) async throws {
         for instance in instances {
-            let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(120))
-            var text = ""
-            for try await chunk in response.body {
-                text += String(buffer: chunk)
-                if text.contains(marker) { break }
+            let read = EventsRead()
+            let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    let response = try await self.client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(30))
+                    for try await chunk in response.body {
+                        let text = read.text.withLock { $0 += String(buffer: chunk); return $0 }
+                        if text.contains(marker) { return true }
+                    }
+                    return false
+                }
+                group.addTask {
+                    try await Task.sleep(for: limit)  // a time limit, not a wait for something
+                    throw ClusterError("\(instance.url)'s /events did not send \(marker) within \(limit); it sent: \(read.text.withLock { $0 }.suffix(2000))")
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
             }
-            guard text.contains(marker) else { throw ClusterError("\(instance.url) \(failure)") }
+            guard found else { throw ClusterError("\(instance.url) \(failure): \(read.text.withLock { $0 }.suffix(2000))") }
         }
+    }
+
+    /// What an `/events` follow has read so far, for the error of one that ran out of time.
+    private final class EventsRead: Sendable {
+        let text = Mutex("")
     }
 
     /// Sums the samples of `metric` (any labels) on the /metrics page at `base`.
