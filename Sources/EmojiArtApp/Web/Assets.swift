@@ -117,7 +117,11 @@ enum Assets {
     """)
 }
 
-/// One served file: its bytes and their strong ETag, made once.
+/// One served file: its bytes and their ETag, made once.
+///
+/// The tag is weak: the file leaves as is or gzip-compressed (``TextCompression``), and a weak
+/// tag is the one validator RFC 9110 lets those two equivalent representations share, so a 200
+/// of either and the 304 that revalidates it carry the same tag.
 struct Asset: Sendable {
     let contentType: String
     let body: ByteBuffer
@@ -126,12 +130,14 @@ struct Asset: Sendable {
     init(contentType: String, text: String) {
         self.contentType = contentType
         body = ByteBuffer(string: text)
-        etag = "\"" + SHA256Hex.digest(Array(text.utf8)).prefix(32) + "\""
+        etag = "W/\"" + SHA256Hex.digest(Array(text.utf8)).prefix(32) + "\""
     }
 }
 
 /// `GET /assets/app.css` and `GET /assets/app.js` (and `HEAD`), revalidated by ETag: a new
-/// build's assets reach the browser at its next page load.
+/// build's assets reach the browser at its next page load. Both answers, 200 and 304, say
+/// `Vary: Accept-Encoding`, as RFC 9110 asks of a 304: the compressor, which adds it to a 200,
+/// cannot tell a 304's content type.
 struct AssetsController<Context: RequestContext>: Sendable {
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
@@ -141,7 +147,7 @@ struct AssetsController<Context: RequestContext>: Sendable {
     }
 
     static func answer(_ asset: Asset, _ request: Request) -> Response {
-        var headers: HTTPFields = [.eTag: asset.etag, .cacheControl: "no-cache"]
+        var headers: HTTPFields = [.eTag: asset.etag, .cacheControl: "no-cache", .vary: "Accept-Encoding"]
         if let ifNoneMatch = request.headers[.ifNoneMatch], ConditionalRequest.matches(ifNoneMatch, etag: asset.etag) {
             return Response(status: .notModified, headers: headers)
         }

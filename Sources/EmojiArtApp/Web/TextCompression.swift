@@ -26,7 +26,9 @@ enum TextCompression {
     /// Whether an answer with `head` is compressed; adds `Vary` and weakens the `ETag` as needed.
     static func decide(_ head: inout HTTPResponseHead, _ supported: Bool) -> HTTPResponseCompressor.CompressionIntent {
         guard isCompressible(head.headers.first(name: "content-type")) else { return .doNotCompress }
-        head.headers.add(name: "Vary", value: "Accept-Encoding")
+        if !head.headers[canonicalForm: "vary"].contains(where: { $0.lowercased() == "accept-encoding" }) {
+            head.headers.add(name: "Vary", value: "Accept-Encoding")
+        }
         guard supported else { return .doNotCompress }
         if let etag = head.headers.first(name: "etag"), !etag.hasPrefix("W/") {
             head.headers.replaceOrAdd(name: "ETag", value: "W/" + etag)
