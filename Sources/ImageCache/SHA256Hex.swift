@@ -1,9 +1,10 @@
 import Crypto
+import HTTPCaching
 
 /// SHA-256 as lowercase hex, the form the feed's checksums and the cache's file names use.
 public enum SHA256Hex {
     /// The SHA-256 of `bytes`, as 64 lowercase hex digits.
     public static func digest(_ bytes: [UInt8]) -> String {
-        hex(SHA256.hash(data: bytes))
+        Hex.lowercase(SHA256.hash(data: bytes))
     }
 }

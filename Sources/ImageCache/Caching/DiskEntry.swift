@@ -127,7 +127,7 @@ enum DiskEntry {
         if let headers = image.cacheHeaders {
             appendRecord(.cacheHeaders, encodeCacheHeaders(headers), to: &metadata)
         }
-        if let hex = image.originalSHA256, let digest = SHA256Hex.bytes(hex) {
+        if let hex = image.originalSHA256, let digest = Hex.bytes(hex, count: 32) {
             appendRecord(.originalSHA256, digest, to: &metadata)
         }
         return seal(version: version, key: key, metadata: metadata, payload: image.data)
@@ -278,7 +278,7 @@ enum DiskEntry {
             case .originalSHA256:
                 guard originalSHA256 == nil else { return .failure(.badMetadata("two original digests")) }
                 guard valueLength == 32 else { return .failure(.badMetadata("an original digest of \(valueLength) bytes")) }
-                originalSHA256 = SHA256Hex.hex(bytes[valueStart..<valueEnd])
+                originalSHA256 = Hex.lowercase(bytes[valueStart..<valueEnd])
             case .status where entryVersion >= missingVersion:
                 guard status == nil else { return .failure(.badMetadata("two statuses")) }
                 guard valueLength == 2 else { return .failure(.badMetadata("a status of \(valueLength) bytes")) }
