@@ -9,3 +9,14 @@ extension URL {
         return "\(scheme)://\(host ?? ""):\(port ?? (scheme == "https" ? 443 : 80))"
     }
 }
+
+extension URL {
+    /// `scheme://host:port` for `host` as a server is bound to it or a client names it: an IPv6
+    /// address goes in brackets (`http://[::1]:8080`), and no port is written when `port` is
+    /// `nil`. The one place EmojiArt writes an origin from its parts: the addresses the commands
+    /// print and ask, and the origin of a `Referer` the app compares with its own.
+    public static func origin(scheme: String = "http", host: String, port: Int?) -> String {
+        let host = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        return "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "")
+    }
+}

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import ImageCache
 import Logging
+import HTTPCaching
 
 /// `--cache-dir`, shared by the commands that use the cache.
 struct CacheOptions: ParsableArguments {
@@ -43,7 +44,7 @@ struct AppCommand: AsyncParsableCommand {
             allowedHosts: answers.allowedHost
         )
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
-            say("EmojiArt: open http://\(server.host):\(port)/")
+            say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }

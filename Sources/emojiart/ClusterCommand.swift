@@ -5,6 +5,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HTTPCaching
 import GalleryServer
 import Hummingbird
 import Logging
@@ -110,8 +111,8 @@ struct ClusterCommand: AsyncParsableCommand {
                 let ready = await waitUntilAnswering(
                     // With TLS the edge's certificate is its own: nginx is known up by the shield,
                     // which it serves from the same configuration (one bad listen stops both).
-                    [tls ? "http://127.0.0.1:\(edge.shieldPort)/health" : "http://127.0.0.1:\(edge.edgePort)/health"]
-                        + edge.instancePorts.map { "http://127.0.0.1:\($0)/health" },
+                    [URL.origin(host: "127.0.0.1", port: tls ? edge.shieldPort : edge.edgePort) + "/health"]
+                        + edge.instancePorts.map { URL.origin(host: "127.0.0.1", port: $0) + "/health" },
                     while: { children.allSatisfy(\.isRunning) }
                 )
                 if ready {
@@ -138,14 +139,14 @@ struct ClusterCommand: AsyncParsableCommand {
             galleryTask.cancel()
         }
         if let certificate {
-            say("cluster: open https://127.0.0.1:\(edge.edgePort)/ (HTTP/2; self-signed: Chromium takes it with --ignore-certificate-errors-spki-list=\(certificate.spkiSHA256))")
+            say("cluster: open \(URL.origin(scheme: "https", host: "127.0.0.1", port: edge.edgePort))/ (HTTP/2; self-signed: Chromium takes it with --ignore-certificate-errors-spki-list=\(certificate.spkiSHA256))")
         } else {
-            say("cluster: open http://127.0.0.1:\(edge.edgePort)/")
+            say("cluster: open \(URL.origin(host: "127.0.0.1", port: edge.edgePort))/")
         }
         for (index, app) in children.dropFirst().enumerated() {
-            say("cluster: instance \(index + 1): http://127.0.0.1:\(edge.instancePorts[index]) pid \(app.processIdentifier)")
+            say("cluster: instance \(index + 1): \(URL.origin(host: "127.0.0.1", port: edge.instancePorts[index])) pid \(app.processIdentifier)")
         }
-        say("cluster: nginx pid \(proxy.processIdentifier), shield http://127.0.0.1:\(edge.shieldPort), gallery http://127.0.0.1:\(galleryPortNumber), work \(work.path)")
+        say("cluster: nginx pid \(proxy.processIdentifier), shield \(URL.origin(host: "127.0.0.1", port: edge.shieldPort)), gallery \(URL.origin(host: "127.0.0.1", port: galleryPortNumber)), work \(work.path)")
 
         // Until Ctrl-C or SIGTERM, or until nginx stops.
         let (signals, received) = AsyncStream.makeStream(of: Int32.self)
@@ -180,7 +181,7 @@ extension ClusterCommand {
             let app = Process()
             app.executableURL = executable
             app.arguments = [
-                "app", "--port", "\(instancePort)", "--gallery", "http://127.0.0.1:\(edge.shieldPort)",
+                "app", "--port", "\(instancePort)", "--gallery", URL.origin(host: "127.0.0.1", port: edge.shieldPort),
                 "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
                 // The edge passes on the Host people open it by: its own address.

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import MessageSignatures
 import NIOCore
+import HTTPCaching
 
 /// `emojiart gallery`: the book's gallery server.
 struct GalleryCommand: AsyncParsableCommand {
@@ -113,7 +114,7 @@ struct GalleryCommand: AsyncParsableCommand {
         let logger = Logger(label: "gallery")
         let configuration = try galleryConfiguration()
         let app = try await Gallery.buildApplication(configuration, logger: logger) { port in
-            say("gallery: serving http://\(server.host):\(port)/gallery/images, signed with key \(configuration.keyFingerprint)")
+            say("gallery: serving \(URL.origin(host: server.host, port: port))/gallery/images, signed with key \(configuration.keyFingerprint)")
         }
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }
     }

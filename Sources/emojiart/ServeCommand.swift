@@ -5,6 +5,7 @@ import GalleryServer
 import Hummingbird
 import Logging
 import MessageSignatures
+import HTTPCaching
 
 /// `emojiart` with no subcommand: the gallery and the web app together.
 struct ServeCommand: AsyncParsableCommand {
@@ -40,13 +41,13 @@ struct ServeCommand: AsyncParsableCommand {
             guard let galleryPort = await iterator.next() else { return }
             let configuration = AppConfiguration(
                 host: server.host, port: server.port ?? 8080,
-                galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, concurrency: concurrency,
+                galleryURL: URL(string: URL.origin(host: "127.0.0.1", port: galleryPort))!, concurrency: concurrency,
                 trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache, fastLane: server.fastLane,
                 compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost
             )
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
-                say("gallery: http://127.0.0.1:\(galleryPort)/gallery/images")
-                say("EmojiArt: open http://\(server.host):\(port)/")
+                say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")
+                say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
             }
             group.addTask { try await runReportingBindErrors(port: configuration.port) { try await app.runService() } }
             try await group.waitForAll()

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import ImageCache
 import GalleryFeed
+import HTTPCaching
 
 /// The HTML pages: loading (live progress), the catalog, details, and the cache actions.
 struct PageController<Context: RequestContext>: Sendable {
@@ -207,17 +208,12 @@ struct PageController<Context: RequestContext>: Sendable {
         if let referer = request.headers[.referer], let authority = request.head.authority,
            let url = URLComponents(string: referer), let scheme = url.scheme, let host = url.percentEncodedHost,
            url.user == nil, url.password == nil,
-           AllowedHosts.isSameOrigin("\(scheme)://\(Self.bracketed(host))\(url.port.map { ":\($0)" } ?? "")"[...], as: authority[...]) {
+           AllowedHosts.isSameOrigin(URL.origin(scheme: scheme, host: host, port: url.port)[...], as: authority[...]) {
             let path = url.percentEncodedPath.utf8
             if path.first == UInt8(ascii: "/"), path.dropFirst().first != UInt8(ascii: "/"), path.dropFirst().first != UInt8(ascii: "\\") {
                 target = url.percentEncodedPath
             }
         }
         return Response(status: .seeOther, headers: [.location: target])
-    }
-
-    /// An IPv6 address in brackets, as an authority writes it (Foundation may give it bare).
-    static func bracketed(_ host: String) -> String {
-        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
     }
 }
