@@ -29,7 +29,7 @@ let url = URL(string: "http://127.0.0.1:8080/gallery/image?7")!
 let thumbnail = try await database.image(ImageRequest(url: url, processor: Thumbnail(size: 200)))
 // The original, checked against the SHA-256 a feed lists: a mismatch is an error, never cached.
 let original = try await database.image(ImageRequest(url: url, expectedSHA256: "sha256:..."))
-// Offline: only what the cache holds; a miss throws ImageLoader.Error.notCached.
+// Offline: only what the cache holds; a miss throws ImageDatabase.Error.notCached.
 let cached = try? await database.image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
 
 let stats = database.stats()

@@ -56,11 +56,11 @@ public enum VerificationStatus: Sendable, Hashable {
     /// Classifies a load error.
     init(_ error: any Error) {
         switch error {
-        case ImageLoader.Error.httpStatus(404, _), ImageLoader.Error.httpStatus(410, _):
+        case ImageDatabase.Error.httpStatus(404, _), ImageDatabase.Error.httpStatus(410, _):
             self = .missing
-        case let ImageLoader.Error.checksumMismatch(expected, actual, _):
+        case let ImageDatabase.Error.checksumMismatch(expected, actual, _):
             self = .mismatch(expected: expected, actual: actual)
-        case ImageLoader.Error.notCached:
+        case ImageDatabase.Error.notCached:
             self = .notCached
         default:
             self = .failed("\(error)")

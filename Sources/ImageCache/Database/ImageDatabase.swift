@@ -31,7 +31,13 @@ public actor ImageDatabase {
     /// a `--cache-dir` make their own instance instead.
     public static let shared = ImageDatabase()
 
-    /// Where and how much to cache.
+    /// The engine's limits, by the book's name (``ImagePipeline/Limits``).
+    public typealias Limits = ImagePipeline.Limits
+    /// The module's error, by the book's name (``ImagePipeline/Error``).
+    public typealias Error = ImagePipeline.Error
+
+    /// Where and how much to cache: the disk's settings, and the engine's configuration
+    /// (``ImagePipeline/Configuration``) as `loader`.
     public struct Configuration: Sendable {
         /// The cache directory.
         public var directory: URL
@@ -117,7 +123,7 @@ public actor ImageDatabase {
     /// Loads the image at `key`: a server path resolved against the loader's base URL, or an
     /// absolute URL, as the loader's configured variant (the book's `image(_:)`).
     public nonisolated func image(_ key: String) async throws -> Image {
-        let url = try imageLoader.resolve(key)
+        let url = try pipeline.resolve(key)
         return try await image(ImageRequest(url: url, processor: configuration.loader.processor))
     }
 
@@ -192,12 +198,16 @@ public actor ImageDatabase {
         pipeline.isCached(request)
     }
 
+    /// Whether the image of a request ``lookInMemory(_:)`` has just missed is listed on disk:
+    /// ``isCached(_:)`` without looking in memory again (memory could not answer it).
+    public nonisolated func isCached(after miss: MemoryMiss) -> Bool {
+        pipeline.isListedOnDisk(miss.request)
+    }
+
     /// Keeps `image` under `key` in memory and on disk (the book's `store(image:forKey:)`).
+    /// The write and its flush run on the pipeline's I/O threads (``ImagePipeline/store(_:forKey:)``).
     public nonisolated func store(image: Image, forKey key: String) async {
-        imageLoader.add(image, forKey: key)
-        if let disk = await pipeline.usableDisk() {
-            pipeline.write(image, forKey: key, to: disk)
-        }
+        await pipeline.store(image, forKey: key)
     }
 
     /// The entry for `key` from memory or disk, however stale, with its ``Image/cacheHeaders``;
@@ -254,7 +264,7 @@ public actor ImageDatabase {
     public nonisolated var onDiskAccess: AsyncStream<Int> { pipeline.counters.diskHits.stream() }
 
     /// The number of memory hits so far, then each new count (the loader's `inMemoryAccess`).
-    public nonisolated var onMemoryAccess: AsyncStream<Int> { imageLoader.inMemoryAccess }
+    public nonisolated var onMemoryAccess: AsyncStream<Int> { pipeline.memory.hits.stream() }
 
     /// The number of conditional requests answered 304 so far, then each new count.
     public nonisolated var onRevalidation: AsyncStream<Int> { pipeline.counters.revalidations.stream() }

@@ -80,7 +80,7 @@ public actor ImageLoader {
     /// Loads the image at `serverPath`, relative to ``ImagePipeline/Configuration/baseURL``, as the
     /// configured variant.
     public nonisolated func image(_ serverPath: String) async throws -> Image {
-        try await image(for: ImageRequest(url: resolve(serverPath), processor: configuration.processor))
+        try await image(for: ImageRequest(url: pipeline.resolve(serverPath), processor: configuration.processor))
     }
 
     /// Loads the image at `url` as the configured variant (the article's `fetch(_ url:)`).
@@ -114,8 +114,7 @@ public actor ImageLoader {
     /// Puts `image` in the memory cache under `key` (the book's `add(_:forKey:)`), forgetting a
     /// failure remembered for it.
     public nonisolated func add(_ image: Image, forKey key: String) {
-        pipeline.forgetFailure(forKey: key)
-        memory.insert(image, forKey: key)
+        pipeline.insert(image, forKey: key)
     }
 
     /// Empties the memory cache and forgets remembered failures (running downloads go on).
@@ -177,13 +176,4 @@ public actor ImageLoader {
     /// The scheduling counts now, then after each change; see
     /// ``ImagePipeline/onSchedulingChange``.
     public nonisolated var onSchedulingChange: AsyncStream<SchedulingStats> { pipeline.onSchedulingChange }
-
-    /// Resolves a server path against the base URL; an absolute URL stays as it is.
-    nonisolated func resolve(_ serverPath: String) throws(Error) -> URL {
-        if let absolute = URL(string: serverPath), absolute.scheme != nil { return absolute }
-        guard let base = configuration.baseURL, let url = URL(string: serverPath, relativeTo: base)?.absoluteURL else {
-            throw .invalidURL(serverPath)
-        }
-        return url
-    }
 }

@@ -15,7 +15,8 @@ import Synchronization
 /// the task makes ``image`` throw `CancellationError` at once; the work stops when no other
 /// caller waits for it, and queued work leaves its queue without starting.
 ///
-/// Thread-safe: the priority lives in the pipeline's scheduler, behind its lock.
+/// Thread-safe: the priority is kept behind this task's lock and set in the pipeline's
+/// bookkeeping (behind its lock) in the same step.
 public final class ImageTask: Sendable, Hashable {
     /// What this task loads.
     public let request: ImageRequest
@@ -23,6 +24,7 @@ public final class ImageTask: Sendable, Hashable {
     /// Its node in the pipeline's bookkeeping; `nil` when memory answered at once.
     private let node: ImagePipeline.Machine.TaskID?
     private let task: Task<Image, any Error>
+    /// The priority as last set, which the pipeline's bookkeeping follows while the task runs.
     private let ownPriority: Mutex<ImageRequest.Priority>
 
     init(request: ImageRequest, pipeline: ImagePipeline, countsHits: Bool, wantsMemory: Bool) {
@@ -55,8 +57,12 @@ public final class ImageTask: Sendable, Hashable {
     public var priority: ImageRequest.Priority {
         get { ownPriority.withLock { $0 } }
         set {
-            ownPriority.withLock { $0 = newValue }
-            if let node { pipeline.setPriority(newValue, ofTask: node) }
+            // One step: two setters racing leave this task and the bookkeeping at the same
+            // priority (the bookkeeping's lock never waits for this one).
+            ownPriority.withLock { priority in
+                priority = newValue
+                if let node { pipeline.setPriority(newValue, ofTask: node) }
+            }
         }
     }
 

@@ -40,4 +40,13 @@ extension ImagePipeline {
             self.limits = limits
         }
     }
+    /// `serverPath` resolved against ``Configuration/baseURL``, as both faces' `image(_:)` take
+    /// it; an absolute URL stays as it is.
+    func resolve(_ serverPath: String) throws(Error) -> URL {
+        if let absolute = URL(string: serverPath), absolute.scheme != nil { return absolute }
+        guard let base = configuration.baseURL, let url = URL(string: serverPath, relativeTo: base)?.absoluteURL else {
+            throw .invalidURL(serverPath)
+        }
+        return url
+    }
 }

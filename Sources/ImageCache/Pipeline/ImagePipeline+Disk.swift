@@ -60,7 +60,7 @@ extension ImagePipeline {
             case .revalidate, .miss: break
             }
         }
-        return readyDisk?.contains(key: request.cacheKey) == true
+        return isListedOnDisk(request)
     }
 
     /// The disk if it is set up and usable, without setting it up.
@@ -176,6 +176,33 @@ extension ImagePipeline {
         } catch {
             logger.debug("that \(key) is missing was not stored: \(error)")
         }
+    }
+
+    /// Keeps `image` under `key` (the book's `store(image:forKey:)`): in memory at once, with a
+    /// failure remembered for the key forgotten, then on disk, written and flushed on the I/O
+    /// threads while the caller waits. For an image made outside the pipeline (the app keeps its
+    /// signed feed so); a disk write that fails is counted and logged.
+    public func store(_ image: Image, forKey key: String) async {
+        insert(image, forKey: key)
+        guard let disk = await usableDisk() else { return }
+        do {
+            try await ioPool.run { self.write(image, forKey: key, to: disk) }
+        } catch {
+            logger.debug("\(key) was not stored: \(error)")
+        }
+    }
+
+    /// Puts `image` in memory under `key`, forgetting a failure remembered for it (the book's
+    /// `add(_:forKey:)`); nothing is written to disk.
+    public func insert(_ image: Image, forKey key: String) {
+        forgetFailure(forKey: key)
+        memory.insert(image, forKey: key)
+    }
+
+    /// Whether the image of a request memory has just missed (``ImageDatabase/lookInMemory(_:)``)
+    /// is listed on the disk: ``isCached(_:)`` without looking in memory again.
+    func isListedOnDisk(_ request: ImageRequest) -> Bool {
+        readyDisk?.contains(key: request.cacheKey) == true
     }
 
     /// Writes `key`'s entry; a failure (full disk, vanished directory) is counted and logged, and

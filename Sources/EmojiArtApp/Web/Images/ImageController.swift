@@ -55,7 +55,9 @@ struct ImageController<Context: RequestContext>: Sendable {
         case let .load(plan):
             var load = plan
             var provisional = false
-            if !kind.format.isQuickToEncode, !services.database.isCached(plan.request),
+            if !kind.format.isQuickToEncode,
+               // Made already? After the lane's miss, only the disk can say so.
+               !(handoff.map { services.database.isCached(after: $0.miss) } ?? services.database.isCached(plan.request)),
                let standIn = services.standIn(for: kind, accept: request.headers[.accept], piece: piece, version: version) {
                 (load, provisional) = (standIn, true)
             }
@@ -66,7 +68,7 @@ struct ImageController<Context: RequestContext>: Sendable {
                 } else {
                     image = try await services.database.image(load.request)
                 }
-            } catch ImageLoader.Error.httpStatus(404, _) {
+            } catch ImageDatabase.Error.httpStatus(404, _) {
                 throw HTTPError(.notFound, message: "the gallery does not have piece \(load.piece)")
             } catch {
                 throw HTTPError(.badGateway, message: "\(error)")
