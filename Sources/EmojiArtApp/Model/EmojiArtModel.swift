@@ -180,7 +180,9 @@ public actor EmojiArtModel {
     }
 
     /// Downloads every entry of the feed through the cache, hashes it and compares it with the
-    /// feed's checksum, `concurrency` at a time. One bad entry never stops the others.
+    /// feed's checksum, `concurrency` at a time (the book's window of child tasks: it bounds the
+    /// tasks started here, while the downloads beneath them are bounded by the pipeline's one
+    /// total and per-host limit). One bad entry never stops the others.
     /// - Parameter retryingFailures: forget failures the cache remembers (an explicit retry).
     /// - Returns: the final counts.
     @discardableResult

@@ -1,0 +1,212 @@
+public import Foundation
+import HTTPCaching
+public import MessageSignatures
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The gallery keys this machine trusts, by gallery origin (`http://host:port`), the newest
+/// signature `created` accepted from each key (by fingerprint), and the identity of the last
+/// feeds accepted with each key (the SHA-256 of `ETag` and body together, so a stored feed changed
+/// on disk is told from one this machine authenticated), in a JSON file under the data
+/// directory (`$XDG_DATA_HOME/emojiart/trusted-galleries.json`), not the cache directory:
+/// clearing the cache must not reset trust, nor open a window for replaying an older feed.
+///
+/// Instances on one machine share the file: each change is a read-modify-write under an
+/// exclusive `flock` on `trusted-galleries.json.lock`, written to a temporary file and renamed
+/// into place. It fails closed: a file that exists but cannot be read or parsed is an error
+/// naming it (never taken as empty, never rewritten). Thread-safe.
+public struct TrustStore: Sendable {
+    /// The trust file.
+    public let file: URL
+
+    /// A store in `file`; by default the data directory's `trusted-galleries.json`.
+    public init(file: URL = DataDirectory.url.appendingPathComponent("trusted-galleries.json")) {
+        self.file = file
+    }
+
+    /// What can go wrong with the trust file.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// What happened, naming the file, and what to do.
+        public var description: String
+    }
+
+    /// The file's contents.
+    struct Contents: Codable, Sendable, Equatable {
+        /// Trusted keys by gallery origin.
+        var galleries: [String: JSONWebKey] = [:]
+        /// The newest signature `created` accepted from each key, in seconds since 1970, by
+        /// the key's fingerprint.
+        var newestSignatures: [String: Int64] = [:]
+        /// The identities (lowercase hex SHA-256 of `ETag` and body) of the last feeds accepted
+        /// with each key, newest last, at most ``TrustStore/acceptedFeedLimit`` each, by the key's
+        /// fingerprint.
+        var acceptedFeeds: [String: [String]] = [:]
+
+        init(galleries: [String: JSONWebKey] = [:], newestSignatures: [String: Int64] = [:], acceptedFeeds: [String: [String]] = [:]) {
+            self.galleries = galleries
+            self.newestSignatures = newestSignatures
+            self.acceptedFeeds = acceptedFeeds
+        }
+
+        /// Reads every format that had `galleries`: the fields added later may be absent.
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            galleries = try container.decode([String: JSONWebKey].self, forKey: .galleries)
+            newestSignatures = try container.decodeIfPresent([String: Int64].self, forKey: .newestSignatures) ?? [:]
+            acceptedFeeds = try container.decodeIfPresent([String: [String]].self, forKey: .acceptedFeeds) ?? [:]
+        }
+    }
+
+    /// How many accepted feed bodies are remembered per key: enough for several instances
+    /// sharing the trust file, each with its own stored copy, to find theirs.
+    public static let acceptedFeedLimit = 16
+
+    /// The key trusted for `gallery`, if any.
+    public func key(for gallery: URL) throws(Failure) -> JSONWebKey? {
+        try withLock { () throws(Failure) in try Self.read(file) }.galleries[gallery.originKey]
+    }
+
+    /// Trusts `key` for `gallery` from now on (replacing any earlier key): what
+    /// `emojiart trust` does.
+    /// - Returns: the key trusted before, if any.
+    @discardableResult
+    public func trust(_ key: JSONWebKey, for gallery: URL) throws(Failure) -> JSONWebKey? {
+        try withLock { () throws(Failure) in
+            var contents = try Self.read(file)
+            let before = contents.galleries.updateValue(key, forKey: gallery.originKey)
+            try Self.write(contents, to: file)
+            return before
+        }
+    }
+
+    /// Trusts `key` for `gallery` only if no key is trusted for it yet (compare-and-set under
+    /// the lock: a key stored meanwhile, by `emojiart trust` say, is kept).
+    /// - Returns: the key trusted for `gallery` after the call: `key`, or the one already there.
+    public func trustOnFirstUse(_ key: JSONWebKey, for gallery: URL) throws(Failure) -> JSONWebKey {
+        try withLock { () throws(Failure) in
+            var contents = try Self.read(file)
+            if let existing = contents.galleries[gallery.originKey] { return existing }
+            contents.galleries[gallery.originKey] = key
+            try Self.write(contents, to: file)
+            return key
+        }
+    }
+
+    /// The newest signature `created` accepted from the key `fingerprint`, if any.
+    public func newestSignature(of fingerprint: String) throws(Failure) -> Date? {
+        try withLock { () throws(Failure) in try Self.read(file) }.newestSignatures[fingerprint]
+            .map { Date(timeIntervalSince1970: TimeInterval($0)) }
+    }
+
+    /// Accepts a signature made at `created` by the key `fingerprint` unless one newer by more
+    /// than `skew` was accepted before, and remembers the newest; checked and written under
+    /// the lock, so two apps cannot each accept what the other's newer one rules out. When
+    /// accepted, `feedDigest` (the accepted feed's identity: the SHA-256, hex, of its `ETag` and
+    /// body together) is remembered in the same write as one of the key's last
+    /// ``acceptedFeedLimit`` accepted feeds.
+    /// - Returns: `nil` when accepted, else the newer signature's `created`.
+    public func acceptSignature(
+        created: Date, of fingerprint: String, skew: TimeInterval = 60, feedDigest: String? = nil
+    ) throws(Failure) -> Date? {
+        let seconds = Self.seconds(created)
+        return try withLock { () throws(Failure) -> Date? in
+            var contents = try Self.read(file)
+            let newest = contents.newestSignatures[fingerprint]
+            if let newest, Double(newest) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(newest)) }
+            var changed = false
+            if newest.map({ seconds > $0 }) ?? true {
+                contents.newestSignatures[fingerprint] = seconds
+                changed = true
+            }
+            if let feedDigest {
+                var accepted = contents.acceptedFeeds[fingerprint] ?? []
+                if accepted.last != feedDigest {
+                    accepted.removeAll { $0 == feedDigest }
+                    accepted.append(feedDigest)
+                    contents.acceptedFeeds[fingerprint] = Array(accepted.suffix(Self.acceptedFeedLimit))
+                    changed = true
+                }
+            }
+            if changed { try Self.write(contents, to: file) }
+            return nil
+        }
+    }
+
+    /// Whether a feed whose identity (hex SHA-256 of `ETag` and body) is `feedDigest` is one of the last
+    /// ``acceptedFeedLimit`` accepted with the key `fingerprint`: a stored feed that is not was
+    /// changed after it was authenticated, or stored by a build that did not record it.
+    public func acceptedFeed(_ feedDigest: String, of fingerprint: String) throws(Failure) -> Bool {
+        try withLock { () throws(Failure) in try Self.read(file) }.acceptedFeeds[fingerprint]?.contains(feedDigest) ?? false
+    }
+
+
+    /// Whole seconds since 1970 of `date`, clamped to years 1-9999 so no date can trap.
+    static func seconds(_ date: Date) -> Int64 {
+        let value = date.timeIntervalSince1970.rounded(.down)
+        guard value.isFinite else { return 0 }
+        return Int64(max(-62_135_596_800, min(253_402_300_799, value)))
+    }
+
+    private func withLock<T>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+        let directory = file.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw Failure(description: "cannot create \(directory.path) for the trusted gallery keys (\(error.localizedDescription)): set XDG_DATA_HOME to a writable directory")
+        }
+        let lockPath = file.path + ".lock"
+        // O_NOFOLLOW: a link planted at the lock's path is not followed (and not created
+        // through); O_CLOEXEC: no child process inherits the lock.
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0 else {
+            throw Failure(description: "cannot open the trust file's lock \(lockPath) (\(String(cString: strerror(errno)))): remove it if it is not a regular file of yours, then retry")
+        }
+        defer { close(lock) }
+        var locked = flock(lock, LOCK_EX)
+        while locked != 0, errno == EINTR { locked = flock(lock, LOCK_EX) }
+        guard locked == 0 else {
+            throw Failure(description: "cannot lock \(lockPath) (\(String(cString: strerror(errno)))): the trust file \(file.path) is left as it is; retry")
+        }
+        defer { flock(lock, LOCK_UN) }
+        return try body()
+    }
+
+    /// The file's contents; empty only when there is no such file. Any other failure (not a
+    /// regular file, unreadable, too large, not JSON) is an error: trust never fails open.
+    static func read(_ file: URL) throws(Failure) -> Contents {
+        let what = "the trust file \(file.path)"
+        let fix = "fix or move it away (then trust each gallery again with `emojiart trust --gallery URL`); nothing was changed"
+        let data: Data
+        do {
+            data = Data(try GuardedFile.read(file.path, limit: 4 << 20).bytes)
+        } catch {
+            switch error {
+            case .noSuchFile: return Contents()
+            case .symbolicLink: throw Failure(description: "\(what) is a symbolic link: \(fix)")
+            case .notRegularFile: throw Failure(description: "\(what) is not a regular file: \(fix)")
+            case let .tooLarge(size, limit): throw Failure(description: "\(what) is \(size) bytes, more than a trust file can be (\(limit)): \(fix)")
+            case let .unreadable(reason): throw Failure(description: "\(what) cannot be read (\(reason)): \(fix)")
+            }
+        }
+        if let contents = try? JSONDecoder().decode(Contents.self, from: data) { return contents }
+        // The first format: only the keys, by origin.
+        do {
+            return Contents(galleries: try JSONDecoder().decode([String: JSONWebKey].self, from: data))
+        } catch {
+            throw Failure(description: "\(what) is not readable JSON (\(error)): \(fix)")
+        }
+    }
+
+    private static func write(_ contents: Contents, to file: URL) throws(Failure) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        do {
+            try encoder.encode(contents).write(to: file, options: .atomic)
+            // What this machine trusts is its user's business only.
+            chmod(file.path, 0o600)
+        } catch {
+            throw Failure(description: "cannot write the trust file \(file.path): \(error.localizedDescription)")
+        }
+    }
+}
