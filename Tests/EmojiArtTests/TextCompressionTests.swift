@@ -92,11 +92,43 @@ import TestSupport
         }
     }
 
+    /// A request that cannot be parsed (no request line, an 80 KB URL, an 80 KB field) gets
+    /// Hummingbird's 400 and the connection closes, the requests before it on the connection
+    /// answered first; the compressor, which pairs each answer with a request it saw, no longer
+    /// brings the process down (it did, for any such request, before any `Host` check).
+    @Test(arguments: [true, false])
+    func aRequestThatCannotBeParsedIsAnswered400AndTheAppGoesOn(fastLane: Bool) async throws {
+        try await withVerifiedApp(fastLane: fastLane) { port, _, _ in
+            let malformed = [
+                "GARBAGE\n\n",
+                "GET /?\(String(repeating: "a", count: 100_000)) HTTP/1.1\nHost: 127.0.0.1\n\n",
+                "GET /health HTTP/1.1\nHost: 127.0.0.1\nAccept-Encoding: gzip\nX-A: \(String(repeating: "a", count: 90_000))\n\n",
+            ]
+            for text in malformed {
+                let (answer, rest) = try await RawHTTPConnection.with(port: port) { connection in
+                    try await connection.send(text)
+                    return (try await connection.response(), try await connection.closed())
+                }
+                #expect(answer?.status == 400 && rest.isEmpty, "\(text.prefix(20))")
+            }
+            let (first, second) = try await RawHTTPConnection.with(port: port) { connection in
+                try await connection.send("GET /assets/app.css HTTP/1.1\nHost: 127.0.0.1\n\nGARBAGE\n\n")
+                return (try await connection.response(), try await connection.response())
+            }
+            #expect(first?.status == 200 && first?.body.isEmpty == false, "the request before it: answered first")
+            #expect(second?.status == 400)
+            let after = try await Self.get(port, "/assets/app.css", fields: ["Accept-Encoding": "gzip"])
+            #expect(after.status == 200 && after.fields["content-encoding"] == "gzip", "still up, still compressing")
+        }
+    }
+
     /// Each `Accept-Encoding` against one server: gzip preferred, deflate when gzip is refused,
     /// nothing for a coding the server does not make.
     static let codings: [(accepted: String, coding: String?)] = [
         ("gzip, deflate, br, zstd", "gzip"), ("deflate, gzip", "gzip"), ("deflate", "deflate"), ("gzip;q=0, deflate", "deflate"),
         ("br", nil), ("identity", nil), ("gzip;q=0", nil),
+        // `*` stands for gzip only where gzip is not named (RFC 9110 12.5.3).
+        ("*", "gzip"), ("gzip;q=0, *", nil), ("*;q=0, deflate", "deflate"), ("br, *;q=0.1", "gzip"), ("gzip;q=0, deflate, *", "deflate"),
     ]
 
     @Test func theCodingFollowsAcceptEncodingPreferringGzipAndOneWeakETagRevalidatesBoth() async throws {

@@ -18,9 +18,15 @@ enum TextCompression {
         "image/svg+xml",
     ]
 
-    /// The handlers to add to each connection's pipeline.
+    /// The handlers to add to each connection's pipeline: the compressor between the two halves
+    /// of its guard.
     @Sendable static func handlers() -> [any RemovableChannelHandler] {
-        [AcceptEncodingForCompressor(), HTTPResponseCompressor(initialByteBufferCapacity: 0, responseCompressionPredicate: decide)]
+        let parseErrors = ParseErrorRequests()
+        return [
+            AcceptEncodingForCompressor(parseErrors: parseErrors),
+            HTTPResponseCompressor(initialByteBufferCapacity: 0, responseCompressionPredicate: decide),
+            ParseErrorRequestDropper(parseErrors: parseErrors),
+        ]
     }
 
     /// Whether an answer with `head` is compressed; adds `Vary` and weakens the `ETag` as needed.
@@ -49,9 +55,30 @@ enum TextCompression {
 /// none, so a `HEAD` request loses the field; and where gzip is as acceptable as deflate it picks
 /// deflate, whose name old clients read as raw deflate, so deflate is dropped when gzip is
 /// accepted (gzip is what nginx and browsers expect).
-final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+///
+/// It also keeps the compressor from trapping on a request that could not be parsed. The
+/// compressor pairs each answer with a request head it saw (their `Accept-Encoding`, first in
+/// first out) and traps on an answer without one; Hummingbird answers a parse error with a 400 of
+/// its own, for which no head ever passed. So at a parse error this sends the compressor a head
+/// (a plain `GET /`, asking for no coding) for that 400, and ``ParseErrorRequestDropper``, on the
+/// compressor's other side, drops it before anything else can see it.
+final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
+
+    private let parseErrors: ParseErrorRequests
+
+    init(parseErrors: ParseErrorRequests) {
+        self.parseErrors = parseErrors
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError {
+            parseErrors.sent += 1
+            context.fireChannelRead(wrapInboundOut(.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"))))
+        }
+        context.fireErrorCaught(error)
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case var .head(head) = unwrapInboundIn(data), head.headers.contains(name: "accept-encoding") else {
@@ -61,10 +88,17 @@ final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannel
             head.headers.remove(name: "accept-encoding")
         } else {
             let codings = head.headers[canonicalForm: "accept-encoding"]
-            guard codings.contains(where: Self.acceptsGzip) else { return context.fireChannelRead(data) }
-            head.headers.replaceOrAdd(
-                name: "Accept-Encoding", value: codings.filter { Self.coding($0) != "deflate" }.joined(separator: ", ")
-            )
+            // What the compressor is left to read: gzip's elements (and `*`) when gzip is
+            // acceptable, else only an explicit deflate (it would read `*` as gzip, even after
+            // `gzip;q=0`).
+            let kept = Self.acceptsGzip(codings)
+                ? codings.filter { Self.coding($0) != "deflate" }
+                : codings.filter { Self.coding($0) == "deflate" && Self.quality($0) > 0 }
+            if kept.isEmpty {
+                head.headers.remove(name: "accept-encoding")
+            } else {
+                head.headers.replaceOrAdd(name: "Accept-Encoding", value: kept.joined(separator: ", "))
+            }
         }
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
@@ -74,14 +108,47 @@ final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannel
         element.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
     }
 
-    /// Whether `element` accepts gzip: `gzip` (or `x-gzip`) with no `q`, or a `q` above 0.
-    static func acceptsGzip(_ element: Substring) -> Bool {
-        let parts = element.split(separator: ";")
-        guard ["gzip", "x-gzip"].contains(coding(element)) else { return false }
-        for parameter in parts.dropFirst() {
+    /// Whether a field of `elements` accepts gzip (RFC 9110 12.5.3): `gzip` (or `x-gzip`) with a
+    /// `q` above 0 when it is named, else `*` with a `q` above 0.
+    static func acceptsGzip(_ elements: [Substring]) -> Bool {
+        if let named = elements.first(where: { ["gzip", "x-gzip"].contains(coding($0)) }) { return quality(named) > 0 }
+        return elements.first { coding($0) == "*" }.map { quality($0) > 0 } ?? false
+    }
+
+    /// The `q` of one element: 1 without one, 0 for one that does not parse.
+    static func quality(_ element: Substring) -> Double {
+        for parameter in element.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            if pair.count == 2, pair[0] == "q" { return (Double(pair[1]) ?? 0) > 0 }
+            if pair.count == 2, pair[0] == "q" { return Double(pair[1]).flatMap { $0.isFinite ? $0 : nil } ?? 0 }
         }
-        return true
+        return 1
+    }
+}
+
+/// The request heads ``AcceptEncodingForCompressor`` sent the compressor for parse errors and
+/// ``ParseErrorRequestDropper`` has not dropped yet: one connection's, on its event loop alone.
+final class ParseErrorRequests {
+    var sent = 0
+}
+
+/// Drops the heads ``AcceptEncodingForCompressor`` made up for parse errors once the compressor
+/// has seen them, so Hummingbird never reads a request nobody sent.
+final class ParseErrorRequestDropper: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    private let parseErrors: ParseErrorRequests
+
+    init(parseErrors: ParseErrorRequests) {
+        self.parseErrors = parseErrors
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // The made-up head comes straight through the compressor, before any other part.
+        if parseErrors.sent > 0, case .head = unwrapInboundIn(data) {
+            parseErrors.sent -= 1
+            return
+        }
+        context.fireChannelRead(data)
     }
 }
