@@ -1,4 +1,5 @@
 import FastLane
+public import NIOCore
 public import Foundation
 import Hummingbird
 import Logging
@@ -42,6 +43,11 @@ public struct GalleryConfiguration: Sendable {
     /// would; on by default, and never while ``faults`` or ``imageGate`` are on (then every
     /// image request goes through the route, which injects and holds).
     public var fastLane: Bool
+    /// How long a connection may stay quiet (no complete request head, no request after the last
+    /// answer) before the gallery closes it; 60 s by default, `nil` never. A client that opens
+    /// connections and sends nothing, or half a head, cannot hold them (and the file descriptors)
+    /// for ever.
+    public var idleTimeout: TimeAmount? = .seconds(60)
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984

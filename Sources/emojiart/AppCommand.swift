@@ -20,12 +20,13 @@ struct AppCommand: AsyncParsableCommand {
     @OptionGroup var answers: AnswerOptions
 
     func run() async throws {
-        let configuration = AppConfiguration(
+        var configuration = AppConfiguration(
             host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
             trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
             fastLane: server.fastLane, compression: answers.compression, formats: answers.servedFormats,
             allowedHosts: answers.allowedHost
         )
+        configuration.idleTimeout = server.idleTime
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

@@ -97,7 +97,7 @@ struct GalleryCommand: AsyncParsableCommand {
     /// The configuration, with the signing key read (or created in the data directory).
     func galleryConfiguration() throws -> GalleryConfiguration {
         let key = try gallerySigningKey(signingKey)
-        return GalleryConfiguration(
+        var configuration = GalleryConfiguration(
             host: server.host, port: server.port ?? 8080, seed: seed,
             faults: .init(
                 latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate,
@@ -108,6 +108,8 @@ struct GalleryCommand: AsyncParsableCommand {
             revisionInterval: reviseEvery.map { .seconds($0) }, catalog: try ArtCatalog(pieces: pieces),
             fastLane: server.fastLane
         )
+        configuration.idleTimeout = server.idleTime
+        return configuration
     }
 
     func run() async throws {

@@ -32,19 +32,22 @@ struct ServeCommand: AsyncParsableCommand {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         // The gallery runs in this process: the app pins its key rather than learning it.
         let key = try gallerySigningKey(nil)
-        let gallery = try await Gallery.buildApplication(
-            .init(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key, fastLane: server.fastLane), logger: Logger(label: "gallery")
-        ) { port in portContinuation.yield(port) }
+        var galleryConfiguration = GalleryConfiguration(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key, fastLane: server.fastLane)
+        galleryConfiguration.idleTimeout = server.idleTime
+        let gallery = try await Gallery.buildApplication(galleryConfiguration, logger: Logger(label: "gallery")) { port in
+            portContinuation.yield(port)
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await gallery.runService() }
             var iterator = ports.makeAsyncIterator()
             guard let galleryPort = await iterator.next() else { return }
-            let configuration = AppConfiguration(
+            var configuration = AppConfiguration(
                 host: server.host, port: server.port ?? 8080,
                 galleryURL: URL(string: URL.origin(host: "127.0.0.1", port: galleryPort))!, concurrency: concurrency,
                 trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache, fastLane: server.fastLane,
                 compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost
             )
+            configuration.idleTimeout = server.idleTime
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")
                 say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")

@@ -234,6 +234,37 @@ import GalleryFeed
         }
     }
 
+    /// The app and the gallery as they are built close a connection that sends half a request
+    /// head and then nothing (a slow client holding connections): with the lane and without.
+    /// A real-time smoke test: the servers' idle timers run on their event loops' clocks.
+    @Test(.timeLimit(.minutes(1)), arguments: [true, false])
+    func theBuiltServersCloseAConnectionThatNeverFinishesItsHead(fastLane: Bool) async throws {
+        func closesHalfAHead(_ port: Int) async throws -> Bool {
+            try await RawHTTPConnection.with(port: port) { connection in
+                try await connection.send("GET / HTTP/1.1\nHost: 127.0.0.1\nX-Slow: ")
+                return try await connection.closed().isEmpty
+            }
+        }
+        var galleryConfiguration = GalleryConfiguration(port: 0, signingKey: testGalleryKey, fastLane: fastLane)
+        galleryConfiguration.idleTimeout = .seconds(1)
+        try await withLiveServer({ try await Gallery.buildApplication(galleryConfiguration, onServerRunning: $0) }) { galleryPort in
+            #expect(try await closesHalfAHead(galleryPort), "the gallery, fast lane \(fastLane)")
+            let directory = TemporaryDirectory()
+            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            var configuration = AppConfiguration(
+                port: 0, galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, trust: testGalleryTrust, fastLane: fastLane
+            )
+            #expect(configuration.idleTimeout == .seconds(60), "on by default")
+            configuration.idleTimeout = .seconds(1)
+            try await withLiveServer({ running in
+                try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: running)
+            }) { (port: Int) async throws in
+                let closed = try await closesHalfAHead(port)
+                #expect(closed, "the app, fast lane \(fastLane)")
+            }
+        }
+    }
+
     @Test func aClientThatReadsLateGetsEveryAnswerInOrder() async throws {
         try await withTwins { twins in
             let single = try await ask(twins.plainPort, "/large/5")

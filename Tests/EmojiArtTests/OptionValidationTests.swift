@@ -19,3 +19,13 @@ extension CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: data.url.path + "/a\"b"), "nothing was made")
     }
 }
+
+extension CommandLineTests {
+    /// Without an idle time-out a client could hold connections open with half a request head.
+    @Test(arguments: [["app", "--gallery", "http://127.0.0.1:9"], ["gallery"], ["serve"]])
+    func anIdleTimeoutUnderOneSecondIsRefused(command: [String]) async throws {
+        let outcome = try await run(command + ["--idle-timeout", "0"])
+        #expect(outcome.status == 64, "a usage error: \(outcome.output)")
+        #expect(outcome.output.contains("--idle-timeout must be at least 1 second"), "\(outcome.output)")
+    }
+}

@@ -31,7 +31,7 @@ public enum EmojiArtApp {
         if configuration.compression { compression = { @Sendable in TextCompression.handlers() } }
         return Application(
             router: router,
-            server: .http1(fastLane: lane, additionalChannelHandlers: compression),
+            server: .http1(fastLane: lane, idleTimeout: configuration.idleTimeout, additionalChannelHandlers: compression),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             services: [services.backgroundEncoder],
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

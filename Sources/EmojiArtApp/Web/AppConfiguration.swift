@@ -1,4 +1,5 @@
 public import Foundation
+public import NIOCore
 
 /// How to run the web app.
 public struct AppConfiguration: Sendable {
@@ -30,6 +31,11 @@ public struct AppConfiguration: Sendable {
     /// Compress text answers (pages, JSON, scripts, styles) with gzip or deflate for clients that
     /// accept it; on by default. Images are never compressed.
     public var compression: Bool
+    /// How long a connection may stay quiet (no complete request head, no request after the last
+    /// answer) before the app closes it; 60 s by default, `nil` never. A client that opens
+    /// connections and sends nothing, or half a head, cannot hold them (and the file descriptors)
+    /// for ever. An answer being sent (an event stream) is never cut.
+    public var idleTimeout: TimeAmount? = .seconds(60)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
     /// them (``ServedFormat/list(_:)`` checks a `--formats` list); it is added when missing.
