@@ -95,7 +95,7 @@ func withVerifiedApp(
             configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
             // As the app: the background encoder stops with the server (nothing is made into
             // the test's directory once it is gone).
-            services: [services.backgroundEncoder],
+            services: services.backgroundServices,
             onServerRunning: { await running($0.localAddress?.port ?? 0) }
         )
     }) { port in

@@ -87,7 +87,7 @@ import TestSupport
                 Application(
                     responder: router.buildResponder(), server: .http1(fastLane: lane),
                     configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt"),
-                    services: [services.backgroundEncoder],
+                    services: services.backgroundServices,
                     onServerRunning: { await running($0.localAddress?.port ?? 0) }
                 )
             }) { port in

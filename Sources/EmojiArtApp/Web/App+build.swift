@@ -33,7 +33,7 @@ public enum EmojiArtApp {
             router: router,
             server: .http1(fastLane: lane, idleTimeout: configuration.idleTimeout, additionalChannelHandlers: compression),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
-            services: [services.backgroundEncoder],
+            services: services.backgroundServices,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
@@ -51,6 +51,7 @@ public enum EmojiArtApp {
     ) throws -> (router: Router<BasicRequestContext>, services: AppServices) {
         // Only formats this libvips can write (AVIF needs libheif's AV1 encoder).
         let formats = configuration.formats.filter { Imaging().canEncode($0.output) }
+        let backgroundEncoder = BackgroundEncoder(database: database)
         let services = AppServices(
             model: model,
             database: database,
@@ -60,7 +61,8 @@ public enum EmojiArtApp {
             formats: formats,
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(database: database),
-            backgroundEncoder: BackgroundEncoder(database: database),
+            backgroundEncoder: backgroundEncoder,
+            statsBroadcast: StatsBroadcast(database: database, backgroundEncoder: backgroundEncoder),
             httpCache: configuration.httpCache,
             instanceName: configuration.instanceName,
             allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)

@@ -4,6 +4,7 @@ import Mustache
 import Synchronization
 import GalleryFeed
 import Imaging
+import ServiceLifecycle
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
 /// (an actor) and the database (a global actor).
@@ -24,6 +25,8 @@ struct AppServices: Sendable {
     /// Makes the variants in a format slow to encode (AVIF, WebP) that a request found not made,
     /// once the image routes are quiet, one at a time: the request after is a memory hit.
     let backgroundEncoder: BackgroundEncoder
+    /// The `stats` events of every open `/events` stream, made once for all.
+    let statsBroadcast: StatsBroadcast
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.
@@ -35,6 +38,9 @@ struct AppServices: Sendable {
     /// The details variants prefetched so far, by cache key and the original's checksum: each
     /// is prefetched once, not on every load of the catalog. Cleared with the disk.
     let prefetched = PrefetchedKeys()
+
+    /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
+    var backgroundServices: [any Service] { [backgroundEncoder, statsBroadcast] }
 
     /// Makes the processors of `boxes` at every density in `formats`.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {

@@ -5,8 +5,9 @@ import ImageCache
 import ServiceLifecycle
 
 /// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
-/// changes, and `stats` (``AppStats``) at once, whenever a memory hit, disk hit or origin fetch
-/// happens, and whenever the count of variants left to make in the background moves.
+/// changes, and `stats` (``AppStats``) at once, then after a memory hit, disk hit or origin
+/// fetch, or a move of the count of variants left to make in the background: at most ten a
+/// second, made once for every stream (``StatsBroadcast``).
 ///
 /// Each stream follows the model's and the database's live values; it ends when the client
 /// goes away or the server shuts down gracefully.
@@ -28,31 +29,27 @@ struct EventsController<Context: RequestContext>: Sendable {
 
     func stream(to writer: inout any ResponseBodyWriter) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
-        let (model, database, services) = (services.model, services.database, services)
+        let (model, broadcast) = (services.model, services.statsBroadcast)
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for await progress in model.progress.stream() {
-                        continuation.yield(Self.event("progress", progress))
+                        continuation.yield(ServerSentEvent.message("progress", progress))
                     }
                 }
                 group.addTask {
                     for await phase in model.phase.stream() {
-                        continuation.yield(Self.event("phase", PhaseEvent(phase, progress: model.progress.value)))
-                    }
-                }
-                for counter in [database.onMemoryAccess, database.onDiskAccess, database.onOriginFetch] {
-                    group.addTask {
-                        for await _ in counter {
-                            continuation.yield(Self.event("stats", services.stats()))
-                        }
+                        continuation.yield(ServerSentEvent.message("phase", PhaseEvent(phase, progress: model.progress.value)))
                     }
                 }
                 group.addTask {
-                    // Starts with the counts now, then each time a variant is listed for the
-                    // background or leaves it.
-                    for await _ in services.backgroundEncoder.changes.stream() {
-                        continuation.yield(Self.event("stats", services.stats()))
+                    // The counts read now, then every publication read after them (one for all
+                    // streams, at most ten a second).
+                    let published = broadcast.latest.stream()
+                    let first = broadcast.current()
+                    continuation.yield(first.event)
+                    for await next in published where next.sequence > first.sequence {
+                        continuation.yield(next.event)
                     }
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
@@ -67,11 +64,6 @@ struct EventsController<Context: RequestContext>: Sendable {
         try await writer.finish(nil)
     }
 
-    /// One SSE message: `event: NAME` and the value as one line of JSON.
-    static func event(_ name: String, _ value: some Encodable) -> String {
-        let json = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        return "event: \(name)\ndata: \(json)\n\n"
-    }
 
     /// A phase change, with the progress at that moment: the page draws the final count from it
     /// before it reloads, whichever of the two streams' events reaches it first.
@@ -91,5 +83,13 @@ struct EventsController<Context: RequestContext>: Sendable {
             }
             text = PageController<BasicRequestContext>.text(of: phase)
         }
+    }
+}
+
+/// One server-sent event as the pages read it: `event: NAME` and the value as one line of JSON.
+enum ServerSentEvent {
+    static func message(_ name: String, _ value: some Encodable) -> String {
+        let json = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return "event: \(name)\ndata: \(json)\n\n"
     }
 }
