@@ -4,7 +4,8 @@
 //   imagecache-crash-writer DIRECTORY SEED
 //
 // Entry `k<i>` holds a payload that names its key and generation, so the test can check that
-// whatever survives a SIGKILL is a whole, correct entry.
+// whatever survives a SIGKILL is a whole, correct entry. It also ends when the process that
+// started it is gone (a test process that crashed never kills it).
 import Foundation
 import ImageCache
 
@@ -24,7 +25,8 @@ FileHandle.standardOutput.write(Data("ready\n".utf8))
 
 var generator = SystemRandomNumberGenerator()
 var generation = seed
-while true {
+let parent = getppid()
+while getppid() == parent {
     generation += 1
     let key = "k\(Int.random(in: 0..<64, using: &generator))"
     let size = Int.random(in: 1_000...200_000, using: &generator)

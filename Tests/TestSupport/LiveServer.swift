@@ -1,3 +1,4 @@
+import Logging
 public import ServiceLifecycle
 
 /// Runs `make`'s application on a real socket until `body` returns, then shuts it down.
@@ -6,18 +7,36 @@ public import ServiceLifecycle
 /// reports (bind to port 0 for a free one) is handed to `body`. Generic over `Service`, not
 /// Hummingbird's `ApplicationProtocol`, so `run()` is the application's own (an application may
 /// replace the protocol extension's, as the gallery does).
+///
+/// It stops as the app stops on SIGTERM, gracefully: a connection accepted at that moment is
+/// served and closed. Cancelling the server's task instead can leave such a connection
+/// unserved, which NIO traps on in debug builds (apple/swift-nio#3481), taking every test down.
+/// A server still running ``gracefulStopLimit`` after the signal (a connection left open with an
+/// answer owed, such as a request a test held at a gate) is cancelled.
 public func withLiveServer<App: Service, T: Sendable>(
     _ make: (@escaping @Sendable (Int) async -> Void) async throws -> App,
     _ body: (_ port: Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = try await make { port in continuation.yield(port) }
+    let services = ServiceGroup(
+        configuration: .init(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "live-server"))
+    )
     return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await app.run() }
+        group.addTask { try await services.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        let result = try await body(port)
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body(port)) } catch { outcome = .failure(error) }
+        await services.triggerGracefulShutdown()
+        group.addTask {
+            try await Task.sleep(for: gracefulStopLimit)  // a limit, not a wait for something
+        }
+        _ = try? await group.next()  // the server stopped, or the limit came
         group.cancelAll()
-        return result
+        return try outcome.get()
     }
 }
+
+/// How long ``withLiveServer(_:_:)`` lets a server stop gracefully before it cancels it.
+public let gracefulStopLimit: Duration = .seconds(10)
