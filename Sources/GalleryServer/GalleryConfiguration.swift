@@ -44,10 +44,11 @@ public struct GalleryConfiguration: Sendable {
     /// image request goes through the route, which injects and holds).
     public var fastLane: Bool
     /// How long a connection may stay quiet (no complete request head, no request after the last
-    /// answer) before the gallery closes it; 60 s by default, `nil` never. A client that opens
-    /// connections and sends nothing, or half a head, cannot hold them (and the file descriptors)
-    /// for ever.
-    public var idleTimeout: TimeAmount? = .seconds(60)
+    /// answer) before the gallery closes it; 75 s by default (longer than the 60 s that nginx and
+    /// AsyncHTTPClient keep an idle connection for, so a client never sends on one just closed),
+    /// `nil` never. A client that opens connections and sends nothing, or half a head, cannot hold
+    /// them (and the file descriptors) for ever.
+    public var idleTimeout: TimeAmount? = .seconds(75)
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984

@@ -254,7 +254,7 @@ import GalleryFeed
             var configuration = AppConfiguration(
                 port: 0, galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, trust: testGalleryTrust, fastLane: fastLane
             )
-            #expect(configuration.idleTimeout == .seconds(60), "on by default")
+            #expect(configuration.idleTimeout == .seconds(75), "on by default")
             configuration.idleTimeout = .seconds(1)
             try await withLiveServer({ running in
                 try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: running)

@@ -23,9 +23,11 @@ extension CommandLineTests {
 extension CommandLineTests {
     /// Without an idle time-out a client could hold connections open with half a request head.
     @Test(arguments: [["app", "--gallery", "http://127.0.0.1:9"], ["gallery"], ["serve"]])
-    func anIdleTimeoutUnderOneSecondIsRefused(command: [String]) async throws {
-        let outcome = try await run(command + ["--idle-timeout", "0"])
-        #expect(outcome.status == 64, "a usage error: \(outcome.output)")
-        #expect(outcome.output.contains("--idle-timeout must be at least 1 second"), "\(outcome.output)")
+    func anIdleTimeoutUnderOneSecondOrOverADayIsRefused(command: [String]) async throws {
+        for value in ["0", "86401", "99999999999"] {
+            let outcome = try await run(command + ["--idle-timeout", value])
+            #expect(outcome.status == 64, "a usage error: \(outcome.output)")
+            #expect(outcome.output.contains("--idle-timeout must be at least 1 second and at most a day"), "\(outcome.output)")
+        }
     }
 }

@@ -4,37 +4,45 @@ import ImageCache
 import Testing
 import TestSupport
 
-/// The `stats` events are made once for every open stream, at most once per interval, and the
-/// last counts always go out (a real database, the broadcaster's clock moved by hand).
+/// The `stats` events are read once for every open stream, at most once per interval, only
+/// while a stream is open, and the last counts always go out (a real database, the broadcast's
+/// clock moved by hand).
 @Suite(.timeLimit(.minutes(1))) struct StatsBroadcastTests {
-    @Test func hitsWithinAnIntervalGoOutAsOnePublicationWithTheLastCounts() async throws {
+    @Test func hitsWithinAnIntervalGoOutAsOneEventWithTheLastCountsOnlyWhileAStreamIsOpen() async throws {
         let directory = TemporaryDirectory()
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        _ = try await database.setUp().get()
         let encoder = BackgroundEncoder(database: database)
         let clock = ManualClock()
         let broadcast = StatsBroadcast(database: database, backgroundEncoder: encoder, interval: .milliseconds(100), clock: clock)
-        var published = broadcast.latest.stream().makeAsyncIterator()
-        #expect(await published.next()?.sequence == 0, "nothing published before it runs")
         let running = Task { try await broadcast.run() }
         defer { running.cancel() }
-
-        // It starts with the counts of that moment, then waits out the interval.
-        let first = try #require(await published.next())
-        #expect(first.sequence > 0 && first.event.contains("\"memoryHits\":0"))
-        await clock.waitForSleepers(1)
-
         let request = ImageRequest(url: URL(string: "http://127.0.0.1:1/a")!)
         database.imageLoader.add(Image(data: [1, 2, 3], contentType: "image/png"), forKey: request.cacheKey)
-        for _ in 0..<3 { #expect(database.memoryImage(for: request) != nil) }
-        #expect(broadcast.latest.value.sequence == first.sequence, "nothing goes out within the interval")
 
-        clock.advance(by: .milliseconds(100))
-        let second = try #require(await published.next())
-        #expect(second.event.contains("\"memoryHits\":3"), "one publication, the last counts: \(second.event)")
+        // No stream open: nothing is read, and a hit follows no counter.
+        #expect(database.memoryImage(for: request) != nil)
+        #expect(broadcast.latest.value.sequence == 0 && clock.sleeperCount == 0)
+
+        // A stream starts with the counts of its opening; then the broadcast reads every interval.
+        var events = broadcast.events().makeAsyncIterator()
+        #expect(try #require(await events.next()).contains("\"memoryHits\":1"))
         await clock.waitForSleepers(1)
-        #expect(broadcast.latest.value.sequence == second.sequence, "and only one")
+        for _ in 0..<3 { #expect(database.memoryImage(for: request) != nil) }
+        let before = broadcast.latest.value.sequence
+        clock.advance(by: .milliseconds(100))
+        let next = try #require(await events.next())
+        #expect(next.contains("\"memoryHits\":4"), "one event, the last counts: \(next)")
+        #expect(broadcast.latest.value.sequence > before)
+        await clock.waitForSleepers(1)
+        let published = broadcast.latest.value.sequence
 
-        // A stream's own first counts are read after it opened: newer than any publication.
-        #expect(broadcast.current().sequence > second.sequence)
+        // Nothing changed: nothing more is published.
+        clock.advance(by: .milliseconds(100))
+        await clock.waitForSleepers(1)
+        #expect(broadcast.latest.value.sequence == published, "the same counts are not sent again")
+
+        // A new stream's own counts are read after every publication before it.
+        #expect(broadcast.current().sequence > published)
     }
 }

@@ -129,6 +129,8 @@ import TestSupport
         ("br", nil), ("identity", nil), ("gzip;q=0", nil),
         // `*` stands for gzip only where gzip is not named (RFC 9110 12.5.3).
         ("*", "gzip"), ("gzip;q=0, *", nil), ("*;q=0, deflate", "deflate"), ("br, *;q=0.1", "gzip"), ("gzip;q=0, deflate, *", "deflate"),
+        // Names in any case, spaces around `;`: what the compressor would not read as written.
+        ("Gzip", "gzip"), ("gzip ; q=0.5", "gzip"), ("DEFLATE", "deflate"), ("gzip; q=0, deflate; q=1", "deflate"),
     ]
 
     @Test func theCodingFollowsAcceptEncodingPreferringGzipAndOneWeakETagRevalidatesBoth() async throws {

@@ -23,9 +23,15 @@ public func withLiveServer<App: Service, T: Sendable>(
         configuration: .init(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "live-server"))
     )
     return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await services.run() }
+        group.addTask {
+            defer { continuation.finish() }  // a server that ends before it runs reports no port
+            try await services.run()
+        }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CancellationError() }
+        guard let port = await iterator.next() else {
+            try await group.next()  // its error (a port in use, say)
+            throw LiveServerError("the server stopped before it was running")
+        }
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body(port)) } catch { outcome = .failure(error) }
         await services.triggerGracefulShutdown()
@@ -40,3 +46,9 @@ public func withLiveServer<App: Service, T: Sendable>(
 
 /// How long ``withLiveServer(_:_:)`` lets a server stop gracefully before it cancels it.
 public let gracefulStopLimit: Duration = .seconds(10)
+
+/// What ``withLiveServer(_:_:)`` throws when the server never ran.
+public struct LiveServerError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

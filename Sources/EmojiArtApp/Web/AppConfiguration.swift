@@ -32,10 +32,11 @@ public struct AppConfiguration: Sendable {
     /// accept it; on by default. Images are never compressed.
     public var compression: Bool
     /// How long a connection may stay quiet (no complete request head, no request after the last
-    /// answer) before the app closes it; 60 s by default, `nil` never. A client that opens
-    /// connections and sends nothing, or half a head, cannot hold them (and the file descriptors)
-    /// for ever. An answer being sent (an event stream) is never cut.
-    public var idleTimeout: TimeAmount? = .seconds(60)
+    /// answer) before the app closes it; 75 s by default (longer than the 60 s that nginx and
+    /// AsyncHTTPClient keep an idle connection for, so a client never sends on one just closed),
+    /// `nil` never. A client that opens connections and sends nothing, or half a head, cannot hold
+    /// them (and the file descriptors) for ever. An answer being sent (an event stream) is never cut.
+    public var idleTimeout: TimeAmount? = .seconds(75)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
     /// them (``ServedFormat/list(_:)`` checks a `--formats` list); it is added when missing.

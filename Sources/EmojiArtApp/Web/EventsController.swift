@@ -43,13 +43,10 @@ struct EventsController<Context: RequestContext>: Sendable {
                     }
                 }
                 group.addTask {
-                    // The counts read now, then every publication read after them (one for all
-                    // streams, at most ten a second).
-                    let published = broadcast.latest.stream()
-                    let first = broadcast.current()
-                    continuation.yield(first.event)
-                    for await next in published where next.sequence > first.sequence {
-                        continuation.yield(next.event)
+                    // The counts read now, then every change, read for all streams at once, at
+                    // most ten times a second.
+                    for await event in broadcast.events() {
+                        continuation.yield(event)
                     }
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
@@ -88,8 +85,11 @@ struct EventsController<Context: RequestContext>: Sendable {
 
 /// One server-sent event as the pages read it: `event: NAME` and the value as one line of JSON.
 enum ServerSentEvent {
+    /// The keys sorted, so the same value is always the same text (the broadcast compares them).
     static func message(_ name: String, _ value: some Encodable) -> String {
-        let json = (try? JSONEncoder().encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let json = (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         return "event: \(name)\ndata: \(json)\n\n"
     }
 }

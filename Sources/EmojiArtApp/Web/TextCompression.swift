@@ -88,16 +88,15 @@ final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannel
             head.headers.remove(name: "accept-encoding")
         } else {
             let codings = head.headers[canonicalForm: "accept-encoding"]
-            // What the compressor is left to read: gzip's elements (and `*`) when gzip is
-            // acceptable, else only an explicit deflate (it would read `*` as gzip, even after
-            // `gzip;q=0`).
-            let kept = Self.acceptsGzip(codings)
-                ? codings.filter { Self.coding($0) != "deflate" }
-                : codings.filter { Self.coding($0) == "deflate" && Self.quality($0) > 0 }
-            if kept.isEmpty {
-                head.headers.remove(name: "accept-encoding")
+            // What the compressor is left to read, settled here in the form it reads (it matches
+            // names case-sensitively, reads `q` only without spaces, and takes `*` for gzip even
+            // after `gzip;q=0`): gzip, else deflate, else nothing.
+            if Self.acceptsGzip(codings) {
+                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "gzip")
+            } else if codings.contains(where: { Self.coding($0) == "deflate" && Self.quality($0) > 0 }) {
+                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "deflate")
             } else {
-                head.headers.replaceOrAdd(name: "Accept-Encoding", value: kept.joined(separator: ", "))
+                head.headers.remove(name: "accept-encoding")
             }
         }
         context.fireChannelRead(wrapInboundOut(.head(head)))
