@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Dispatch
 import EmojiArtApp
 import Foundation
-import Synchronization
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -64,7 +63,11 @@ final class RunningCluster: Sendable {
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .none
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls, redirectConfiguration: .disallow))
+        // A read time-out: a stream followed for an event that never comes ends, with an error.
+        client = HTTPClient(
+            eventLoopGroupProvider: .singleton,
+            configuration: .init(tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: .seconds(60)))
+        )
         output = lines
         self.edge = edge.hasSuffix("/") ? String(edge.dropLast()) : edge
         self.gallery = gallery
@@ -104,36 +107,23 @@ final class RunningCluster: Sendable {
         try await followEveryInstancesEvents(until: #""backgroundEncodes":0"#, else: "ended its events with encodes to make")
     }
 
-    /// Follows each instance's `/events` until it has sent `marker`, for at most `limit` per
-    /// instance. The request's time-out bounds only its head, so a stream that stays open
-    /// without the marker (it sends a ping now and then) would be followed forever: past the
-    /// limit this throws, with what the instance sent so far.
-    private func followEveryInstancesEvents(until marker: String, else failure: String, limit: Duration = .seconds(100)) async throws {
+    /// Follows each instance's `/events` until it has sent `marker`. A stream that goes quiet
+    /// without it ends at the client's read time-out (60 s without a byte; the request's own
+    /// time-out bounds only the head), and the error says what the instance sent until then.
+    private func followEveryInstancesEvents(until marker: String, else failure: String) async throws {
         for instance in instances {
-            let read = EventsRead()
-            let found = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    let response = try await self.client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(30))
-                    for try await chunk in response.body {
-                        let text = read.text.withLock { $0 += String(buffer: chunk); return $0 }
-                        if text.contains(marker) { return true }
-                    }
-                    return false
+            var text = ""
+            do {
+                let response = try await client.execute(HTTPClientRequest(url: instance.url + "/events"), timeout: .seconds(30))
+                for try await chunk in response.body {
+                    text += String(buffer: chunk)
+                    if text.contains(marker) { break }
                 }
-                group.addTask {
-                    try await Task.sleep(for: limit)  // a time limit, not a wait for something
-                    throw ClusterError("\(instance.url)'s /events did not send \(marker) within \(limit); it sent: \(read.text.withLock { $0 }.suffix(2000))")
-                }
-                defer { group.cancelAll() }
-                return try await group.next() ?? false
+            } catch {
+                throw ClusterError("\(instance.url)'s /events did not send \(marker) (\(error)); it sent: \(text.suffix(2000))")
             }
-            guard found else { throw ClusterError("\(instance.url) \(failure): \(read.text.withLock { $0 }.suffix(2000))") }
+            guard text.contains(marker) else { throw ClusterError("\(instance.url) \(failure): \(text.suffix(2000))") }
         }
-    }
-
-    /// What an `/events` follow has read so far, for the error of one that ran out of time.
-    private final class EventsRead: Sendable {
-        let text = Mutex("")
     }
 
     /// Sums the samples of `metric` (any labels) on the /metrics page at `base`.

@@ -12,16 +12,18 @@ public import ServiceLifecycle
 /// served and closed. Cancelling the server's task instead can leave such a connection
 /// unserved, which NIO traps on in debug builds (apple/swift-nio#3481), taking every test down.
 /// A server still running ``gracefulStopLimit`` after the signal (a connection left open with an
-/// answer owed, such as a request a test held at a gate) is cancelled.
+/// answer owed, such as a request a test held at a gate) is cancelled by its service group.
 public func withLiveServer<App: Service, T: Sendable>(
     _ make: (@escaping @Sendable (Int) async -> Void) async throws -> App,
     _ body: (_ port: Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = try await make { port in continuation.yield(port) }
-    let services = ServiceGroup(
-        configuration: .init(services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "live-server"))
+    var configuration = ServiceGroupConfiguration(
+        services: [app], gracefulShutdownSignals: [], cancellationSignals: [], logger: Logger(label: "live-server")
     )
+    configuration.maximumGracefulShutdownDuration = gracefulStopLimit
+    let services = ServiceGroup(configuration: configuration)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             defer { continuation.finish() }  // a server that ends before it runs reports no port
@@ -35,11 +37,7 @@ public func withLiveServer<App: Service, T: Sendable>(
         let outcome: Result<T, any Error>
         do { outcome = .success(try await body(port)) } catch { outcome = .failure(error) }
         await services.triggerGracefulShutdown()
-        group.addTask {
-            try await Task.sleep(for: gracefulStopLimit)  // a limit, not a wait for something
-        }
-        _ = try? await group.next()  // the server stopped, or the limit came
-        group.cancelAll()
+        _ = try? await group.next()  // the server stopped (cancelled by its group past the limit)
         return try outcome.get()
     }
 }
