@@ -159,7 +159,7 @@ import TestSupport
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func theBackgroundWaitsForAQuietMomentButNotForever() async throws {
+    @Test func theBackgroundWaitsForAQuietMomentButNotForever() async throws {
         try await withVerifiedApp { _, database, services in
             let clock = ManualClock()
             let encoder = BackgroundEncoder(database: database, quietPeriod: .milliseconds(50), longestWait: .milliseconds(100), clock: clock)
