@@ -8,8 +8,10 @@ import NIOHTTPTypesHTTP1
 /// Hummingbird's HTTP/1.1 child channel with a ``FastLane`` in it: the same pipeline as
 /// `HTTP1Channel` (NIO's HTTP/1 codec, the HTTP types codec, Hummingbird's connection-state
 /// handler, the async channel Hummingbird reads requests from), with the lane right after NIO's
-/// decoder (and the decoder not paired with the encoder: see ``FastLane``). Without a lane it is
-/// `HTTP1Channel`'s pipeline.
+/// decoder (and the decoder not paired with the encoder: see ``FastLane``). Right after the
+/// decoder, lane or not, RFC 9112's rules for `Host` hold (`HostFieldCheck`): an HTTP/1.1 request
+/// without one, or with two, is answered 400, and a request in absolute form goes on in origin form
+/// with its target's host. Without a lane it is otherwise `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// One accepted connection: the async channel Hummingbird reads requests from and writes
     /// answers to, and what the lane hands on with the requests it passes.
@@ -67,6 +69,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 try pipeline.addHandlers([
                     HTTPResponseEncoder(configuration: .init()),
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
+                    HostFieldCheck(),
                     FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs),
                 ])
             } else {
@@ -74,6 +77,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
                 )
+                try pipeline.addHandler(HostFieldCheck())
             }
             try pipeline.addHandlers(additionalChannelHandlers())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
@@ -107,18 +111,16 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 }
 
 extension HTTPServerBuilder {
-    /// An HTTP/1.1 server with `lane` in front of the responder; with neither a lane nor
-    /// additional handlers, Hummingbird's own `.http1(configuration: .init(idleTimeout:))`.
+    /// An HTTP/1.1 server with `lane` in front of the responder (``FastLaneHTTP1Channel``); with no
+    /// lane, Hummingbird's own HTTP/1.1 pipeline with RFC 9112's `Host` rules.
     /// - Parameter additionalChannelHandlers: handlers on NIO's HTTP/1 parts of what the router
     ///   answers, behind the lane, which they never see. (Hummingbird's own
-    ///   `additionalChannelHandlers` sit after its HTTP types codec and see other parts: with
-    ///   these, the pipeline is always this channel's, lane or not.)
+    ///   `additionalChannelHandlers` sit after its HTTP types codec and see other parts.)
     public static func http1(
         fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil,
         additionalChannelHandlers: (@Sendable () -> [any RemovableChannelHandler])? = nil
     ) -> HTTPServerBuilder {
-        if lane == nil, additionalChannelHandlers == nil { return .http1(configuration: .init(idleTimeout: idleTimeout)) }
-        return HTTPServerBuilder { responder in
+        HTTPServerBuilder { responder in
             FastLaneHTTP1Channel(
                 responder: responder, lane: lane, idleTimeout: idleTimeout, additionalChannelHandlers: additionalChannelHandlers ?? { [] }
             )

@@ -1,0 +1,105 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// RFC 9112's rules for the host an HTTP/1 request names (section 3.2), applied right after NIO's
+/// decoder, so that the lane, Hummingbird's router and the app's guards all read one host:
+/// - An HTTP/1.1 request without a `Host` field, any request with more than one, and one whose
+///   `Host` is not made of an authority's characters (RFC 3986: a name, an address, `[v6]`, a
+///   port) are refused as a request NIO's decoder could not parse: Hummingbird answers 400 after
+///   the requests before it and closes the connection; nothing after it is read.
+/// - A request in absolute form (`GET http://host/path`) is a request to `host`: its `Host` field
+///   is ignored (section 3.2.2) and it goes on in origin form (`GET /path`) with `Host: host`.
+///   Userinfo (`http://user@host/`) or an empty host is refused as above.
+/// - A `Host` with spaces or tabs around its value goes on without them.
+///
+/// HTTP/1.0 without `Host` goes on as it came. A request that follows the rules, as every browser's
+/// does, is passed on untouched.
+final class HostFieldCheck: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    /// Whether a request was refused: the connection ends with its 400.
+    private var refused = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }
+        guard case var .head(head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
+        switch Self.check(head) {
+        case .pass:
+            context.fireChannelRead(data)
+        case let .rewrite(host, target):
+            head.headers.remove(name: "host")
+            head.headers.add(name: "Host", value: host)
+            head.uri = target
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+        case let .refuse(error):
+            refused = true
+            context.fireErrorCaught(error)
+        }
+    }
+
+    /// What becomes of a request head.
+    enum Verdict: Equatable {
+        /// It goes on as it came.
+        case pass
+        /// It goes on to `target` (origin form), with `host` its only `Host`: a request in absolute
+        /// form, or a `Host` with spaces or tabs around it (which are not part of a field's value,
+        /// RFC 9110 5.5, but NIO's decoder keeps those after it).
+        case rewrite(host: String, target: String)
+        /// It is answered 400, as a request that fails to parse with `error`: `invalidHeaderToken`
+        /// for the `Host` field, `invalidURL` for the target.
+        case refuse(HTTPParserError)
+    }
+
+    /// The verdict on `head`.
+    static func check(_ head: HTTPRequestHead) -> Verdict {
+        var hosts = 0
+        var trimmed: Substring?
+        for (name, value) in head.headers where isHost(name) {
+            hosts += 1
+            var host = value[...]
+            while let space = host.first, space == " " || space == "\t" { host.removeFirst() }
+            while let space = host.last, space == " " || space == "\t" { host.removeLast() }
+            guard hosts == 1, isAuthority(host.utf8) else { return .refuse(.invalidHeaderToken) }
+            if host.utf8.count != value.utf8.count { trimmed = host }
+        }
+        if hosts == 0, head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) { return .refuse(.invalidHeaderToken) }
+        let uri = head.uri.utf8
+        guard let first = uri.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*") else {
+            return trimmed.map { .rewrite(host: String($0), target: head.uri) } ?? .pass
+        }
+        // Not origin form: absolute form, if it is `http://` or `https://` (any case).
+        guard let separator = head.uri.range(of: "://"),
+              ["http", "https"].contains(head.uri[..<separator.lowerBound].lowercased())
+        else {  // Authority form (CONNECT) or no target at all: the router's 404.
+            return trimmed.map { .rewrite(host: String($0), target: head.uri) } ?? .pass
+        }
+        let rest = head.uri[separator.upperBound...]
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        let host = rest[..<end]
+        guard !host.isEmpty, !host.contains("@"), isAuthority(host.utf8) else { return .refuse(.invalidURL) }
+        let target = rest[end...]
+        return .rewrite(host: String(host), target: target.first == "/" ? String(target) : "/" + target)
+    }
+
+    /// Whether a field's name is `Host`, in any case.
+    private static func isHost(_ name: String) -> Bool {
+        let bytes = name.utf8
+        return bytes.count == 4 && zip(bytes, "host".utf8).allSatisfy { $0 | 0x20 == $1 }
+    }
+
+    /// Whether `value` is made of an authority's characters (RFC 3986 3.2: unreserved,
+    /// percent-encoded and sub-delims characters, and `:`, `[`, `]`); empty is allowed
+    /// (RFC 9112 3.2). Whether the app serves that host is the app's to say.
+    static func isAuthority(_ value: Substring.UTF8View) -> Bool {
+        value.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                "-._~%!$&'()*+,;=:[]".utf8.contains(byte)
+            }
+        }
+    }
+}

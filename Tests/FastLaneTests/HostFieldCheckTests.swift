@@ -1,0 +1,70 @@
+@testable import FastLane
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+
+/// RFC 9112 3.2's `Host` rules, head by head, and what the check hands on in a channel.
+@Suite struct HostFieldCheckTests {
+    static func head(_ uri: String, _ hosts: [String], version: HTTPVersion = .http1_1) -> HTTPRequestHead {
+        HTTPRequestHead(version: version, method: .GET, uri: uri, headers: HTTPHeaders(hosts.map { ("Host", $0) }))
+    }
+
+    static let verdicts: [(HTTPRequestHead, HostFieldCheck.Verdict)] = [
+        (head("/thumbs/5", ["127.0.0.1:8080"]), .pass),
+        (head("/thumbs/5", ["[::1]:8080"]), .pass),
+        (head("/thumbs/5", [""]), .pass),  // allowed empty; the app refuses the name
+        (head("/thumbs/5", ["xn--n28h.example"]), .pass),
+        (head("/thumbs/5", [], version: .http1_0), .pass),
+        (head("*", ["a"]), .pass),
+        (head("/thumbs/5", ["  a.example:80\t "]), .rewrite(host: "a.example:80", target: "/thumbs/5")),
+        (head("/thumbs/5", [" a b "]), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", []), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", [], version: .init(major: 1, minor: 2)), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", ["a", "a"]), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", ["a", "b"], version: .http1_0), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", ["a/b"]), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", ["a b"]), .refuse(.invalidHeaderToken)),
+        (head("/thumbs/5", ["a@b"]), .refuse(.invalidHeaderToken)),
+        (head("http://a.example/thumbs/5?v=1", ["b"]), .rewrite(host: "a.example", target: "/thumbs/5?v=1")),
+        (head("HTTPS://A.example:8443", ["b"]), .rewrite(host: "A.example:8443", target: "/")),
+        (head("http://a.example?x", [], version: .http1_0), .rewrite(host: "a.example", target: "/?x")),
+        (head("http://[::1]:80#f", ["b"]), .rewrite(host: "[::1]:80", target: "/#f")),
+        (head("http://u@a.example/", ["a.example"]), .refuse(.invalidURL)),
+        (head("http:///x", ["a"]), .refuse(.invalidURL)),
+        (head("http://a b/x", ["a"]), .refuse(.invalidURL)),
+        (head("ftp://a.example/x", ["a"]), .pass),  // no HTTP target: the router's 404
+        (head("a.example:443", ["a.example:443"]), .pass),  // authority form: the router's 404
+    ]
+
+    @Test func eachHeadsVerdict() {
+        for (head, verdict) in Self.verdicts {
+            #expect(HostFieldCheck.check(head) == verdict, "\(head.version) \(head.uri) \(head.headers)")
+        }
+        // The field's name in any case.
+        var headers = HTTPHeaders([("HOST", "a"), ("host", "a")])
+        #expect(HostFieldCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .refuse(.invalidHeaderToken))
+        headers = HTTPHeaders([("hOsT", "a"), ("Hosts", "b"), ("X-Host", "c")])
+        #expect(HostFieldCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .pass)
+    }
+
+    /// A refused head becomes a parse error, as the decoder's own, and nothing after it goes on;
+    /// a head in absolute form goes on rewritten; any other part, untouched.
+    @Test func inAChannel() throws {
+        let channel = EmbeddedChannel(handler: HostFieldCheck())
+        defer { _ = try? channel.finish() }
+        try channel.writeInbound(HTTPServerRequestPart.head(Self.head("http://a.example/x", ["b"])))
+        let rewritten = try channel.readInbound(as: HTTPServerRequestPart.self)
+        guard case let .head(head)? = rewritten else { Issue.record("no head: \(String(describing: rewritten))"); return }
+        #expect(head.uri == "/x" && head.headers["host"] == ["a.example"])
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        #expect(try channel.readInbound(as: HTTPServerRequestPart.self) == .end(nil))
+
+        #expect(throws: HTTPParserError.invalidHeaderToken) {
+            try channel.writeInbound(HTTPServerRequestPart.head(Self.head("/", [])))
+        }
+        try channel.writeInbound(HTTPServerRequestPart.end(nil))
+        try channel.writeInbound(HTTPServerRequestPart.head(Self.head("/", ["a"])))
+        #expect(try channel.readInbound(as: HTTPServerRequestPart.self) == nil, "nothing after a refused head")
+    }
+}
