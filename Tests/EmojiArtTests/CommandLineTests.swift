@@ -161,7 +161,7 @@ import TestSupport
 
     // A time limit: were a name not refused, `serve` would not stop on the busy port (it waits on
     // its gallery after the app fails to bind), and the test would hang instead of failing.
-    @Test(.timeLimit(.minutes(1))) func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
+    @Test(.timeLimit(.minutes(3))) func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
         for command in [["app"], ["serve"]] {
             let help = try await run(command + ["--help"])
             #expect(help.output.contains("--allowed-host <name>"), "\(help.output)")

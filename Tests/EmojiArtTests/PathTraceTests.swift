@@ -14,7 +14,7 @@ import TestSupport
 ///
 /// Runs only under scripts/trace (`EMOJIART_TRACE_DIR` set, in a build with code coverage):
 /// elsewhere the counts do not exist.
-@Suite(.serialized, .timeLimit(.minutes(2))) struct PathTraceTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct PathTraceTests {
     static let directory = ProcessInfo.processInfo.environment["EMOJIART_TRACE_DIR"]
 
     @Test(.enabled(if: directory != nil && emojiart_profile_available() != 0, "run by scripts/trace, in a build with code coverage"))

@@ -7,7 +7,7 @@ import TestSupport
 /// The `stats` events are read once for every open stream, at most once per interval, only
 /// while a stream is open, and the last counts always go out (a real database, the broadcast's
 /// clock moved by hand).
-@Suite(.timeLimit(.minutes(1))) struct StatsBroadcastTests {
+@Suite(.timeLimit(.minutes(3))) struct StatsBroadcastTests {
     @Test func hitsWithinAnIntervalGoOutAsOneEventWithTheLastCountsOnlyWhileAStreamIsOpen() async throws {
         let directory = TemporaryDirectory()
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))

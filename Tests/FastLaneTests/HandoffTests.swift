@@ -6,7 +6,7 @@ import TestSupport
 
 /// What a lane's responder leaves for a route (`FastLane.Request.handoff`) reaches the route of
 /// that very request, over real connections: never another request's, never across connections.
-@Suite(.timeLimit(.minutes(1))) struct HandoffTests {
+@Suite(.timeLimit(.minutes(3))) struct HandoffTests {
     /// A server whose lane answers `/hit`, leaves "N" for `/handed/N` and passes it on, and
     /// leaves nothing for anything else; every route answers with the handoff it reads.
     /// `/later/N` starts a task that reads the handoff once `later` opens, and yields it to `read`.
