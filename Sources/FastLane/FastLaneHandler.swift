@@ -54,6 +54,11 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelActive()
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { machine.outputDrained(now: context.eventLoop.now) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let now = context.eventLoop.now
         switch unwrapInboundIn(data) {

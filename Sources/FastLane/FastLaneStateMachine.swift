@@ -211,7 +211,8 @@ struct FastLaneStateMachine {
     /// The scheduled idle check fires at `now`. Hummingbird's rule (its connection state
     /// handler's): once the time-out has passed since the last read or the last answer owed, the
     /// connection is closed; while Hummingbird is still answering a request read whole, it is
-    /// left open (the answer starts the wait again).
+    /// left open (the answer starts the wait again). Unlike Hummingbird's, an answer the client
+    /// is still taking counts as activity each time the output drains (``outputDrained(now:)``).
     mutating func idleCheckFired(now: NIODeadline) -> IdleAction {
         isIdleCheckScheduled = false
         guard let idleTimeout else { return .none }
@@ -219,6 +220,14 @@ struct FastLaneStateMachine {
         if now >= lastActivity + idleTimeout { return .close }
         isIdleCheckScheduled = true
         return .check(at: lastActivity + idleTimeout)
+    }
+
+    /// The channel is writable again: the client took enough of what was written for the bytes
+    /// still waiting to fall under the low water mark. Progress, as a read is: the idle wait starts
+    /// again, so a client on a slow network taking a large answer longer than the time-out is not
+    /// cut off; one that reads nothing never gets here and is closed as any idle connection.
+    mutating func outputDrained(now: NIODeadline) {
+        noteActivity(now)
     }
 
     /// No answer is owed any more: the idle wait starts now.

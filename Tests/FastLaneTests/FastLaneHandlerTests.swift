@@ -244,6 +244,42 @@ import Testing
         #expect(!channel.isActive)
     }
 
+    /// A large answer to a client on a slow network: the socket's buffer fills (not writable) and
+    /// drains in steps (writable again). Each step is progress, so the connection stays open past
+    /// the time-out; once the client stops taking bytes, the wait runs out as for any idle one.
+    @Test func aClientStillTakingItsAnswerKeepsItsConnectionOpen() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        try read(["/hit"], into: channel)
+        func writability(_ writable: Bool) {
+            channel.isWritable = writable
+            channel.pipeline.fireChannelWritabilityChanged()
+        }
+        writability(false)
+        for _ in 0..<10 {
+            channel.embeddedEventLoop.advanceTime(by: .milliseconds(900))
+            writability(true)
+            writability(false)
+        }
+        #expect(channel.isActive, "nine seconds of a one-second time-out, taking bytes all along")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive, "a client that stops taking its answer is idle")
+    }
+
+    @Test func aClientThatTakesNothingIsClosedAtItsTimeOut() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        try read(["/hit"], into: channel)
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive, "not writable is not activity")
+    }
+
     @Test func aHalfReadRequestIsNotWaitedFor() throws {
         let (channel, recorder) = try channel(idleTimeout: .seconds(1))
         defer { _ = try? channel.finish() }

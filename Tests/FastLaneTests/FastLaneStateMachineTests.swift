@@ -112,6 +112,16 @@ import TestSupport
         #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(1600)) == .close)
     }
 
+    @Test func outputTheClientTookPutsTheCheckOff() {
+        var machine = machine(idleTimeout: .seconds(1))
+        _ = machine.connectionActive(now: Self.t0)
+        _ = machine.headReceived(Self.get, isWritable: true, now: Self.t0)
+        #expect(machine.laneAnswered(now: Self.t0) == nil)
+        machine.outputDrained(now: Self.t0 + .milliseconds(800))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1)) == .check(at: Self.t0 + .milliseconds(1800)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(1800)) == .close)
+    }
+
     @Test func anAnswerStillOwedKeepsTheConnectionOpenAndItsEndStartsTheWait() {
         var machine = machine(idleTimeout: .seconds(1))
         _ = machine.connectionActive(now: Self.t0)
