@@ -13,6 +13,8 @@ extension Imaging {
         case inputTooLarge(bytes: Int, limit: Int)
         /// The header declares more pixels than ``Limits/maxPixels``.
         case tooManyPixels(width: Int, height: Int, limit: Int)
+        /// The header declares a width or a height over ``Limits/maxSide``.
+        case sideTooLong(width: Int, height: Int, limit: Int)
         /// The image is truncated or corrupt: decoding its pixels failed.
         case corrupt(format: ImageFormat, detail: String)
         /// Processing or encoding the output failed.
@@ -36,6 +38,8 @@ extension Imaging {
                 return "the image is \(bytes) bytes, over the limit of \(limit): raise the byte limit or use a smaller file"
             case let .tooManyPixels(width, height, limit):
                 return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit or use a smaller image"
+            case let .sideTooLong(width, height, limit):
+                return "the image is \(width)x\(height), more than \(limit) pixels a side: raise the side limit or use a smaller image"
             case let .corrupt(format, detail):
                 return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): fetch it again"
             case let .encodeFailed(format, detail):

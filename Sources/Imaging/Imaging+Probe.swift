@@ -4,10 +4,11 @@ import Foundation
 extension Imaging {
     /// Reads format, size and bands from the header, without decoding pixels.
     ///
-    /// Checks ``Limits/maxBytes`` and ``Limits/maxPixels``. Safe to call concurrently.
+    /// Checks ``Limits/maxBytes``, ``Limits/maxPixels`` and ``Limits/maxSide``. Safe to call concurrently.
     /// - Throws: ``Error/empty``, ``Error/inputTooLarge(bytes:limit:)``,
     ///   ``Error/unknownFormat(byteCount:looksLikeText:)``, ``Error/unsupportedFormat(_:)``,
-    ///   ``Error/tooManyPixels(width:height:limit:)`` or ``Error/corrupt(format:detail:)``.
+    ///   ``Error/tooManyPixels(width:height:limit:)``, ``Error/sideTooLong(width:height:limit:)`` or
+    ///   ``Error/corrupt(format:detail:)``.
     public func probe(_ data: [UInt8]) throws(Error) -> ImageInfo {
         try withBytes(data) { (bytes) throws(Error) in try probe(bytes) }
     }
@@ -40,6 +41,9 @@ extension Imaging {
               info.width > 0, info.height > 0
         else {
             throw .tooManyPixels(width: info.width, height: info.height, limit: limits.maxPixels)
+        }
+        guard info.width <= limits.maxSide, info.height <= limits.maxSide else {
+            throw .sideTooLong(width: info.width, height: info.height, limit: limits.maxSide)
         }
         return info
     }

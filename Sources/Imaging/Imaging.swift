@@ -24,16 +24,21 @@ public struct Imaging: Sendable {
     public struct Limits: Sendable, Hashable {
         /// Largest accepted width x height. Default: 50 megapixels, as in image servers.
         public var maxPixels: Int
+        /// Largest accepted width, and largest accepted height. Default: 32,768. The pixel limit
+        /// alone lets through a 25,000,000 x 2 image: libvips works a row at a time, and a row
+        /// that long took 5 GB of memory and 19 s to make a thumbnail of (a 190 KB PNG).
+        public var maxSide: Int
         /// Largest accepted encoded input in bytes. Default: 50 MB.
         public var maxBytes: Int
 
         /// Creates limits.
-        public init(maxPixels: Int = 50_000_000, maxBytes: Int = 50 * 1024 * 1024) {
+        public init(maxPixels: Int = 50_000_000, maxSide: Int = 32_768, maxBytes: Int = 50 * 1024 * 1024) {
             self.maxPixels = maxPixels
+            self.maxSide = maxSide
             self.maxBytes = maxBytes
         }
 
-        /// 50 megapixels and 50 MB.
+        /// 50 megapixels, 32,768 pixels a side and 50 MB.
         public static let `default` = Limits()
     }
 
