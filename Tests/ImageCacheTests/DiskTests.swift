@@ -38,6 +38,36 @@ import TestSupport
         }
     }
 
+    /// An original whose bytes were changed on disk under the digest that let them in (a planted
+    /// entry, its own checksum made right) is deleted and fetched again, never answered: with the
+    /// feed's checksum and without, small (hashed where it is read) and large (hashed on a
+    /// processing thread).
+    @Test(arguments: [(30_000, true), (30_000, false), (1 << 20, true)])
+    func anOriginalChangedOnDiskIsFetchedAgain(size: Int, withChecksum: Bool) async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image(payload(1, size: size)))
+        try await origin.run { (base) async throws in
+            let url = base.appendingPathComponent("images/a")
+            let request = ImageRequest(url: url, expectedSHA256: withChecksum ? SHA256Hex.digest(payload(1, size: size)) : nil)
+            let genuine = try await database().image(request)
+            #expect(genuine.originalSHA256 == SHA256Hex.digest(payload(1, size: size)))
+            let planted = Image(
+                data: payload(2, size: size), contentType: genuine.contentType, cacheHeaders: genuine.cacheHeaders,
+                originalSHA256: genuine.originalSHA256
+            )
+            let second = database()
+            _ = try await second.setUp().get()
+            try second.storage.write(planted, forKey: request.cacheKey)
+            #expect(try second.storage.read(forKey: request.cacheKey)?.data == planted.data, "a valid entry")
+
+            #expect(try await second.image(request).data == payload(1, size: size))
+            let stats = second.stats()
+            #expect(stats.corruptEntries == 1 && stats.diskHits == 0 && stats.downloads == 1)
+            #expect(origin.totalRequests == 2)
+            #expect(try second.storage.read(forKey: request.cacheKey)?.data == payload(1, size: size), "stored again")
+        }
+    }
+
     /// `isCached` answers from memory or the disk's listing; after a memory miss, `isCached(after:)`
     /// asks the disk alone. `store(image:forKey:)` keeps the image in both.
     @Test func isCachedSaysMemoryOrDiskAndAfterAMissOnlyTheDisk() async throws {

@@ -130,6 +130,15 @@ extension ImagePipeline {
         case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
         }
         if request.processor == nil, let digest = entry.originalSHA256 {
+            // An original's bytes are checked against the digest stored with them, as a download's
+            // are against the feed's: bytes changed on disk under the digest that let them pass
+            // (a planted entry) are deleted and fetched again.
+            guard try await hasBytes(entry, digest: digest, flight: id) else {
+                counters.corruptEntries.increment()
+                logger.warning("\(ImagePipeline.Error.corruptEntry(file: disk.fileName(forKey: key), reason: "its bytes are not the ones its SHA-256 names: changed on disk"))")
+                disk.remove(forKey: key)
+                return .miss
+            }
             memory.rememberOriginal(digest, forKey: key)
         }
         switch lookup(entry, for: request) {

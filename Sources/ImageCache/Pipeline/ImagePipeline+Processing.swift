@@ -18,6 +18,15 @@ extension ImagePipeline {
         }
     }
 
+    /// Whether `image`'s bytes have the SHA-256 `digest`: on the processing threads for a large
+    /// payload, here otherwise.
+    func hasBytes(_ image: Image, digest: String, flight id: FlightID) async throws -> Bool {
+        guard image.data.count >= Self.largePayload else { return SHA256Hex.digest(image.data) == digest }
+        return try await run(.processing, for: id) {
+            try await processingPool.run { SHA256Hex.digest(image.data) == digest }
+        }
+    }
+
     /// Runs `operation` with the processing threads as its executor, so the synchronous work
     /// inside it blocks one of them and never one of Swift's cooperative threads.
     func onProcessingThreads<T>(_ operation: () async throws -> T) async throws -> T {
