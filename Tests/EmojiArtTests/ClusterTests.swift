@@ -293,6 +293,16 @@ final class RunningCluster: Sendable {
             #expect(Self.edgeCacheFiles(directory.url) == kept, "junk added no file to the edge's cache")
             #expect(try await cluster.get(current).headers.first(name: "x-cache-status") == "HIT", "the real entry is still there")
 
+            // A name the app does not serve gets its 421 from the edge too, cached entry or not,
+            // and keeps nothing; an allowed name in another case is the same entry.
+            for _ in 0..<2 {
+                let foreign = try await cluster.get(current, headers: [("Host", "attacker.example")])
+                #expect(foreign.status == 421 && foreign.headers.first(name: "x-cache-status") != "HIT")
+            }
+            #expect(try await cluster.get(current, headers: [("Host", "LOCALHOST")]).status == 200)
+            #expect(try await cluster.get(current, headers: [("Host", "Localhost")]).headers.first(name: "x-cache-status") == "HIT")
+            #expect(Self.edgeCacheFiles(directory.url) == kept + 1, "one entry for the other allowed name, none for the foreign one")
+
             // A plain URL (no v=) keeps its conditional end to end: the instance answers 304.
             let plain = try await cluster.get(path)
             let etag = try #require(plain.headers.first(name: "etag"))
@@ -300,7 +310,7 @@ final class RunningCluster: Sendable {
             let revalidated = try await cluster.get(path, headers: [("If-None-Match", etag)])
             #expect(revalidated.status == 304 && revalidated.body.isEmpty)
             #expect(revalidated.headers.first(name: "etag") == etag)
-            #expect(Self.edgeCacheFiles(directory.url) == kept, "a plain URL is not kept")
+            #expect(Self.edgeCacheFiles(directory.url) == kept + 1, "a plain URL is not kept")
         } catch {
             try await cluster.stop()
             throw error

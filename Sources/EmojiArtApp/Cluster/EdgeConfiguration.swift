@@ -273,7 +273,7 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 if ($emojiart_image_key = "") { return 418; }
                 proxy_pass http://emojiart_images;
                 proxy_cache emojiart_images;
-                proxy_cache_key "$emojiart_image_key $emojiart_format";
+                proxy_cache_key "$host $emojiart_image_key $emojiart_format";
                 proxy_ignore_headers Vary;
                 proxy_set_header Accept $emojiart_accept;
                 proxy_set_header Connection "";
