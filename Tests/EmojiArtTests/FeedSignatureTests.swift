@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import EmojiArtApp
 import Foundation
+import GalleryFeed
 import GalleryServer
 import Hummingbird
 import HummingbirdTesting
@@ -40,6 +41,36 @@ import TestSupport
             let image = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/image?4"), timeout: .seconds(30))
             let imageBody = try await image.body.collect(upTo: 1_000_000)
             #expect(image.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: imageBody.readableBytesView))
+        }
+    }
+
+    /// A gallery serves its own images: a feed, even one signed by the trusted key, that lists an
+    /// image at another origin (another host, a port of this machine, another scheme) is refused
+    /// whole, and nothing is fetched from there; the catalog in use stays.
+    @Test(arguments: ["http://127.0.0.1:PORT/internal/admin?delete=1&x?31", "//127.0.0.1:PORT/creds?32", "file:///etc/passwd?33"])
+    func aFeedListingAnImageElsewhereIsRefused(url: String) async throws {
+        let elsewhere = TestOrigin()
+        try await elsewhere.run { (elsewhereURL) async throws in
+            let entry = url.replacingOccurrences(of: "PORT", with: "\(elsewhereURL.port ?? 0)")
+            let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
+            try await withGallery { galleryURL, database in
+                proxy.route(to: galleryURL)
+                try await proxy.run { proxyURL in
+                    let model = makeModel(proxyURL, database)
+                    try await model.loadImages()
+                    let listed = await model.imageFeed
+                    proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
+                    let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+                    guard case let .invalidFeed(_, reason)? = error else {
+                        Issue.record("expected invalidFeed, got \(String(describing: error))")
+                        return
+                    }
+                    #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
+                    #expect(await model.imageFeed == listed, "the catalog in use stays")
+                    await model.verifyImages()
+                    #expect(elsewhere.totalRequests == 0)
+                }
+            }
         }
     }
 

@@ -27,8 +27,9 @@ final class TamperingProxy: Sendable {
         case replaceImage(piece: Int)
         /// Drops `Signature` and `Signature-Input`.
         case removeSignature
-        /// Alters the feed and signs it anew with its own key.
-        case resign(SigningKey)
+        /// Alters the feed with `edit` (by default, one price) and signs it anew with `key`: with
+        /// the gallery's own key, a hostile gallery.
+        case resign(SigningKey, edit: @Sendable (inout [ImageFile]) -> Void = { $0[0].price = 5 })
         /// Answers every feed request `304 Not Modified`, unsigned, with the `ETag` asked for.
         case notModifiedUnsigned
         /// Answers every feed request `304 Not Modified` with the `ETag` asked for (or `etag`),
@@ -149,8 +150,8 @@ final class TamperingProxy: Sendable {
         case .removeSignature:
             headers.remove(name: "Signature")
             headers.remove(name: "Signature-Input")
-        case let .resign(key) where isFeed:
-            body = try Self.editFeed(body) { $0[0].price = 5 }
+        case let .resign(key, edit) where isFeed:
+            body = try Self.editFeed(body, edit)
             headers.replaceOrAdd(name: "Content-Digest", value: ContentDigest.fieldValue(for: body))
             let fields = headers
             let signature = try MessageSignature.sign(

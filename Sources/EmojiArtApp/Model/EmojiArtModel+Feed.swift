@@ -276,6 +276,15 @@ extension EmojiArtModel {
         } catch {
             throw Error.invalidFeed(url: feedURL, reason: "\(error)")
         }
+        // A gallery serves its own images: an entry elsewhere would have the app fetch any URL
+        // the gallery names (another host, a port on this machine), and show a digest of it.
+        let gallery = galleryURL.originKey.lowercased()
+        if let (index, file) = feed.enumerated().first(where: { imageURL($1).originKey.lowercased() != gallery }) {
+            throw Error.invalidFeed(
+                url: feedURL,
+                reason: "entry \(index) (\(file.url)) is not at the gallery's own origin \(gallery); the whole feed is refused"
+            )
+        }
         adoptedFeed = bytes
         noteOrigin(fetched)
         feedKey.update { $0 = key }
