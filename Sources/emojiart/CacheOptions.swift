@@ -1,4 +1,5 @@
 import ArgumentParser
+import EmojiArtApp
 import Foundation
 import ImageCache
 import Logging
@@ -15,6 +16,7 @@ struct CacheOptions: ParsableArguments {
     func database() -> ImageDatabase {
         ImageDatabase(
             configuration: .init(directory: directory, loader: .init()),
+            fetcher: EmojiArtModel.galleryFetcher(),
             logger: Logger(label: "cache")
         )
     }

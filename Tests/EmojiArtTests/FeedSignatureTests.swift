@@ -47,7 +47,7 @@ import TestSupport
     /// A gallery serves its own images: a feed, even one signed by the trusted key, that lists an
     /// image at another origin (another host, a port of this machine, another scheme) is refused
     /// whole, and nothing is fetched from there; the catalog in use stays.
-    @Test(arguments: ["http://127.0.0.1:PORT/internal/admin?delete=1&x?31", "//127.0.0.1:PORT/creds?32", "file:///etc/passwd?33"])
+    @Test(arguments: ["http://127.0.0.1:PORT/images/admin?delete=1&x?31", "//127.0.0.1:PORT/images/creds?32", "file:///etc/passwd?33"])
     func aFeedListingAnImageElsewhereIsRefused(url: String) async throws {
         let elsewhere = TestOrigin()
         try await elsewhere.run { (elsewhereURL) async throws in
@@ -69,6 +69,30 @@ import TestSupport
                     #expect(await model.imageFeed == listed, "the catalog in use stays")
                     await model.verifyImages()
                     #expect(elsewhere.totalRequests == 0)
+                }
+            }
+        }
+    }
+
+    /// Nor can a gallery send the app elsewhere with a redirect: the app's client follows none, and
+    /// each image so sent fails with the redirect's status, fetched from nowhere else.
+    @Test func anImageRedirectedElsewhereIsNotFollowed() async throws {
+        let elsewhere = TestOrigin()
+        try await elsewhere.run { (elsewhereURL) async throws in
+            let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
+            proxy.attack(.redirectImages(to: elsewhereURL.appendingPathComponent("images/internal")))
+            try await withGallery { galleryURL, database in
+                proxy.route(to: galleryURL)
+                try await proxy.run { proxyURL in
+                    let model = makeModel(proxyURL, database)
+                    await model.loadAndVerify()
+                    let progress = model.progress.value
+                    #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
+                    #expect(elsewhere.totalRequests == 0)
+                    let failure = await #expect(throws: ImagePipeline.Error.self) {
+                        try await database.image(model.imageRequest(model.imageFeed[0]))
+                    }
+                    #expect(failure?.description.contains("302") == true, "\(String(describing: failure))")
                 }
             }
         }

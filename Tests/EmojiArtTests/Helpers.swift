@@ -24,7 +24,10 @@ func withGallery<T: Sendable>(
         port: 0, faults: faults, imageGate: gate, signingKey: testGalleryKey, catalog: catalog
     )
     return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader))
+        // As the app's: over the gallery's client, which follows no redirect.
+        let database = ImageDatabase(
+            configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader), fetcher: EmojiArtModel.galleryFetcher()
+        )
         return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
     }
 }

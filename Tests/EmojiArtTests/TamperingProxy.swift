@@ -44,6 +44,8 @@ final class TamperingProxy: Sendable {
         /// Passes everything through, and adds its own ed25519 signature under another label
         /// before the gallery's, as a signing proxy would.
         case addOwnSignatureFirst(SigningKey)
+        /// Answers every image request with a redirect (302) to `target`.
+        case redirectImages(to: URL)
         /// Passes everything through, and runs `action` when the gallery's key is asked for:
         /// something another process does at that very moment.
         case beforeKey(@Sendable () throws -> Void)
@@ -97,6 +99,8 @@ final class TamperingProxy: Sendable {
             return Response(status: .notModified, headers: fields)
         case let .beforeKey(action) where request.uri.path == "/gallery/key":
             try action()
+        case let .redirectImages(target) where request.uri.path == "/gallery/image":
+            return Response(status: .found, headers: [.location: target.absoluteString, .contentLength: "0"])
         case .replayFirstFeed where isFeed:
             if let first = recordedFeeds.withLock({ $0.first }) { return Self.response(status: 200, headers: first.headers, body: first.body) }
         default:

@@ -149,7 +149,7 @@ public actor EmojiArtModel {
     ///   - offline: never touch the network: the feed and every image come from the cache, and
     ///     what it does not hold is reported as not cached.
     public init(
-        galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = HTTPImageFetcher.defaultClient,
+        galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
         trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() }, offline: Bool = false,
         logger: Logger = Logger(label: "emojiart")
     ) {
@@ -161,6 +161,21 @@ public actor EmojiArtModel {
         self.concurrency = max(1, concurrency)
         self.client = client
         authenticator = FeedAuthenticator(galleryURL: galleryURL, trust: trust, client: client, now: now)
+    }
+
+    /// The HTTP client for a gallery: AsyncHTTPClient's defaults (as
+    /// `HTTPImageFetcher.defaultClient`), but a redirect is not followed. A gallery serves its
+    /// feed, its key and its images itself; a redirect would let it send the app to any URL (another
+    /// host, a port of this machine), past the check that every image is at the gallery's origin.
+    /// A redirect is an error that names its status.
+    public static let galleryClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(2)))
+    )
+
+    /// Where the app's cache fetches images: over ``galleryClient``.
+    public static func galleryFetcher() -> HTTPImageFetcher {
+        HTTPImageFetcher(client: galleryClient)
     }
 
     /// The absolute URL of a feed entry's image.

@@ -198,7 +198,7 @@ public enum GalleryKeys {
     /// `GET /gallery/key` of the gallery at `galleryURL`: its public key as a JSON Web Key.
     /// - Throws: ``SignatureFailure/keyUnavailable(_:)``.
     public static func published(
-        by galleryURL: URL, client: HTTPClient = HTTPImageFetcher.defaultClient
+        by galleryURL: URL, client: HTTPClient = EmojiArtModel.galleryClient
     ) async throws(SignatureFailure) -> JSONWebKey {
         let url = galleryURL.appendingPathComponent("gallery/key").absoluteString
         do {
