@@ -9,7 +9,7 @@ import NIOHTTPTypesHTTP1
 /// `HTTP1Channel` (NIO's HTTP/1 codec, the HTTP types codec, Hummingbird's connection-state
 /// handler, the async channel Hummingbird reads requests from), with the lane right after NIO's
 /// decoder (and the decoder not paired with the encoder: see ``FastLane``). Right after the
-/// decoder, lane or not, RFC 9112's rules for `Host` hold (`HostFieldCheck`): an HTTP/1.1 request
+/// decoder, lane or not, RFC 9112's rules for `Host` hold (`RequestHeadCheck`): an HTTP/1.1 request
 /// without one, or with two, is answered 400, and a request in absolute form goes on in origin form
 /// with its target's host. Without a lane it is otherwise `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
@@ -69,7 +69,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 try pipeline.addHandlers([
                     HTTPResponseEncoder(configuration: .init()),
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
-                    HostFieldCheck(),
+                    RequestHeadCheck(),
                     FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs),
                 ])
             } else {
@@ -77,7 +77,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
                 )
-                try pipeline.addHandler(HostFieldCheck())
+                try pipeline.addHandler(RequestHeadCheck())
             }
             try pipeline.addHandlers(additionalChannelHandlers())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))

@@ -132,7 +132,8 @@ import TestSupport
     /// HTTP/1.1 request without `Host`, with two, or with one that is no authority is answered 400
     /// and ends its connection (the requests before it answered first); a request in absolute form
     /// is a request to its target's host, whatever its `Host` says, so a foreign target is 421 even
-    /// with the app's own name in `Host`. HTTP/1.0 needs no `Host`.
+    /// with the app's own name in `Host`. HTTP/1.0 needs no `Host`, and its connection ends with
+    /// the answer unless it asks for keep-alive (RFC 9112 9.3).
     @Test(arguments: [true, false])
     func theHostIsNamedOnceAndTheTargetsHostWins(fastLane: Bool) async throws {
         try await withVerifiedApp(allowedHosts: ["emojiart.example"], fastLane: fastLane) { port, _, _ in
@@ -175,6 +176,21 @@ import TestSupport
                     #expect(answer?.status == status, "\(text.debugDescription), fast lane \(fastLane)")
                 }
             }
+            // HTTP/1.0 ends the connection with the answer, unless it asks to keep it.
+            let (closing, after) = try await RawHTTPConnection.with(port: port) { connection in
+                try await connection.send("GET /thumbs/5 HTTP/1.0\n\n")
+                return (try await connection.response()?.status, try await connection.closed())
+            }
+            #expect(closing == 200 && after.isEmpty, "HTTP/1.0 closes, fast lane \(fastLane)")
+            let kept = try await RawHTTPConnection.with(port: port) { connection in
+                var statuses: [Int?] = []
+                for _ in 0..<2 {
+                    try await connection.send("GET /thumbs/5 HTTP/1.0\nConnection: keep-alive\n\n")
+                    statuses.append(try await connection.response()?.status)
+                }
+                return statuses
+            }
+            #expect(kept == [200, 200], "HTTP/1.0 with keep-alive keeps it, fast lane \(fastLane)")
             let (statuses, rest) = try await RawHTTPConnection.with(port: port) { connection in
                 try await connection.send("GET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\n\nGET /thumbs/5 HTTP/1.1\n\nGET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\n\n")
                 let statuses = [try await connection.response()?.status, try await connection.response()?.status]

@@ -5,12 +5,12 @@ import NIOHTTP1
 import Testing
 
 /// RFC 9112 3.2's `Host` rules, head by head, and what the check hands on in a channel.
-@Suite struct HostFieldCheckTests {
+@Suite struct RequestHeadCheckTests {
     static func head(_ uri: String, _ hosts: [String], version: HTTPVersion = .http1_1) -> HTTPRequestHead {
         HTTPRequestHead(version: version, method: .GET, uri: uri, headers: HTTPHeaders(hosts.map { ("Host", $0) }))
     }
 
-    static let verdicts: [(HTTPRequestHead, HostFieldCheck.Verdict)] = [
+    static let verdicts: [(HTTPRequestHead, RequestHeadCheck.Verdict)] = [
         (head("/thumbs/5", ["127.0.0.1:8080"]), .pass),
         (head("/thumbs/5", ["[::1]:8080"]), .pass),
         (head("/thumbs/5", [""]), .pass),  // allowed empty; the app refuses the name
@@ -39,19 +39,39 @@ import Testing
 
     @Test func eachHeadsVerdict() {
         for (head, verdict) in Self.verdicts {
-            #expect(HostFieldCheck.check(head) == verdict, "\(head.version) \(head.uri) \(head.headers)")
+            #expect(RequestHeadCheck.check(head) == verdict, "\(head.version) \(head.uri) \(head.headers)")
         }
         // The field's name in any case.
         var headers = HTTPHeaders([("HOST", "a"), ("host", "a")])
-        #expect(HostFieldCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .refuse(.invalidHeaderToken))
+        #expect(RequestHeadCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .refuse(.invalidHeaderToken))
         headers = HTTPHeaders([("hOsT", "a"), ("Hosts", "b"), ("X-Host", "c")])
-        #expect(HostFieldCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .pass)
+        #expect(RequestHeadCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .pass)
+    }
+
+    /// HTTP/1.0 ends its connection with its answer unless it asks to keep it: Hummingbird, which
+    /// sees no version, is told so with `Connection: close`.
+    @Test func anHTTP10RequestWithoutKeepAliveSaysClose() throws {
+        let channel = EmbeddedChannel(handler: RequestHeadCheck())
+        defer { _ = try? channel.finish() }
+        for (version, connection, forwarded) in [
+            (HTTPVersion.http1_0, nil, ["close"]), (.http1_0, "Close", ["close"]), (.http1_0, "keep-alive", ["keep-alive"]),
+            (.http1_0, "close", ["close"]), (.http1_1, nil, []), (.http1_1, "close", ["close"]),
+        ] as [(HTTPVersion, String?, [String])] {
+            var head = HTTPRequestHead(version: version, method: .GET, uri: "/", headers: ["Host": "a"])
+            if let connection { head.headers.add(name: "Connection", value: connection) }
+            try channel.writeInbound(HTTPServerRequestPart.head(head))
+            guard case let .head(passed)? = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+                Issue.record("no head for \(version) \(String(describing: connection))")
+                continue
+            }
+            #expect(passed.headers["connection"] == forwarded, "\(version) \(String(describing: connection))")
+        }
     }
 
     /// A refused head becomes a parse error, as the decoder's own, and nothing after it goes on;
     /// a head in absolute form goes on rewritten; any other part, untouched.
     @Test func inAChannel() throws {
-        let channel = EmbeddedChannel(handler: HostFieldCheck())
+        let channel = EmbeddedChannel(handler: RequestHeadCheck())
         defer { _ = try? channel.finish() }
         try channel.writeInbound(HTTPServerRequestPart.head(Self.head("http://a.example/x", ["b"])))
         let rewritten = try channel.readInbound(as: HTTPServerRequestPart.self)

@@ -2,8 +2,10 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// RFC 9112's rules for the host an HTTP/1 request names (section 3.2), applied right after NIO's
-/// decoder, so that the lane, Hummingbird's router and the app's guards all read one host:
+/// RFC 9112's rules for the host an HTTP/1 request names (section 3.2) and for the end of an
+/// HTTP/1.0 connection (section 9.3), applied right after NIO's decoder, so that the lane,
+/// Hummingbird's router and the app's guards all read one host, and Hummingbird (which sees HTTP
+/// types, without a version) closes what HTTP/1.0 closes:
 /// - An HTTP/1.1 request without a `Host` field, any request with more than one, and one whose
 ///   `Host` is not made of an authority's characters (RFC 3986: a name, an address, `[v6]`, a
 ///   port) are refused as a request NIO's decoder could not parse: Hummingbird answers 400 after
@@ -12,10 +14,13 @@ import NIOHTTP1
 ///   is ignored (section 3.2.2) and it goes on in origin form (`GET /path`) with `Host: host`.
 ///   Userinfo (`http://user@host/`) or an empty host is refused as above.
 /// - A `Host` with spaces or tabs around its value goes on without them.
+/// - An HTTP/1.0 request without `Connection: keep-alive` goes on with `Connection: close`: its
+///   connection ends with its answer, as an HTTP/1.0 client expects (before, it stayed open until
+///   the idle time-out, and a client reading to the end of the connection waited that long).
 ///
-/// HTTP/1.0 without `Host` goes on as it came. A request that follows the rules, as every browser's
-/// does, is passed on untouched.
-final class HostFieldCheck: ChannelInboundHandler, RemovableChannelHandler {
+/// HTTP/1.0 without `Host` goes on. A request that follows the rules, as every browser's does, is
+/// passed on untouched.
+final class RequestHeadCheck: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
 
@@ -25,18 +30,26 @@ final class HostFieldCheck: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case var .head(head) = unwrapInboundIn(data) else { return context.fireChannelRead(data) }
-        switch Self.check(head) {
-        case .pass:
-            context.fireChannelRead(data)
-        case let .rewrite(host, target):
+        let verdict = Self.check(head)
+        if case let .refuse(error) = verdict {
+            refused = true
+            return context.fireErrorCaught(error)
+        }
+        let closes = Self.endsConnection(head)
+        guard verdict != .pass || closes else { return context.fireChannelRead(data) }
+        if case let .rewrite(host, target) = verdict {
             head.headers.remove(name: "host")
             head.headers.add(name: "Host", value: host)
             head.uri = target
-            context.fireChannelRead(wrapInboundOut(.head(head)))
-        case let .refuse(error):
-            refused = true
-            context.fireErrorCaught(error)
         }
+        if closes { head.headers.replaceOrAdd(name: "Connection", value: "close") }
+        context.fireChannelRead(wrapInboundOut(.head(head)))
+    }
+
+    /// Whether `head` is HTTP/1.0 without keep-alive, and does not say `Connection: close` in the
+    /// one form Hummingbird reads.
+    static func endsConnection(_ head: HTTPRequestHead) -> Bool {
+        head.version == .http1_0 && !head.isKeepAlive && head.headers["connection"] != ["close"]
     }
 
     /// What becomes of a request head.
