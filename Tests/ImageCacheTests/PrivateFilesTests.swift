@@ -61,6 +61,47 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
     }
 
+    /// A directory where an entry belongs (with a file and a link to outside in it) is damage: it
+    /// goes, what the link points to stays, and the entry can be written again. (Before, `unlink`
+    /// failed on it, and every write of that entry failed too.)
+    @Test func aDirectoryEntryIsDamageAndIsRemoved() throws {
+        let storage = try storage()
+        let path = entryPath(storage, "k")
+        let outside = TemporaryDirectory()
+        let target = outside.url.appendingPathComponent("kept").path
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: target))
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        try Data([4, 5, 6]).write(to: URL(fileURLWithPath: path + "/inside"))
+        #expect(symlink(target, path + "/link") == 0)
+        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("a directory, not a regular file")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "the directory is deleted")
+        #expect(FileManager.default.fileExists(atPath: target), "what its link points to is left alone")
+        try storage.write(image, forKey: "k")
+        #expect(try storage.read(forKey: "k") == image)
+    }
+
+    /// A socket where an entry belongs: `open` says ENXIO, which is damage (deleted, fetched
+    /// again), not a failure of the disk (which would be reported as such at every start).
+    @Test func aSocketEntryIsDamageNotADiskFailure() throws {
+        let storage = try storage()
+        let path = entryPath(storage, "k")
+        // A socket's file, as `bind` leaves it (its path would be too long for a `sockaddr_un`).
+        #expect(mknod(path, S_IFSOCK | 0o600, 0) == 0, "mknod: \(errno)")
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("a socket or a device, not a regular file")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     /// A valid entry over the entry limit is refused from its `fstat` size, before anything is
     /// allocated or read (read, it would decode and be answered).
     @Test func anEntryOverTheEntryLimitIsNotRead() throws {

@@ -193,7 +193,12 @@ public final class DiskStorage: Sendable {
     }
 
     private func remove(fileNamed name: String) {
-        _ = unlink(path(name).string)
+        let file = path(name).string
+        if unlink(file) != 0, errno == EISDIR {
+            // A directory where an entry belongs would fail every write of that entry: it goes,
+            // with what it holds (links inside are removed, never followed).
+            try? FileManager.default.removeItem(atPath: file)
+        }
         index.withLock { _ = $0.removeValue(forKey: name) }
     }
 
@@ -241,6 +246,10 @@ public final class DiskStorage: Sendable {
             return .absent
         } catch Errno.tooManySymbolicLinkLevels {
             return .refused("a symbolic link, not a regular file: it was not followed (the cache directory should be written by this cache only)")
+        } catch Errno.noSuchAddressOrDevice {
+            // What `open` says of a socket (and of a device with no driver): no entry, not a
+            // failure of the disk.
+            return .refused("a socket or a device, not a regular file: it was not read (the cache directory should be written by this cache only)")
         }
         return try file.closeAfter {
             var info = stat()
