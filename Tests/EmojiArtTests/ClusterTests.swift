@@ -294,7 +294,15 @@ final class RunningCluster: Sendable {
             #expect(try await cluster.get(current).headers.first(name: "x-cache-status") == "HIT", "the real entry is still there")
 
             // A name the app does not serve gets its 421 from the edge too, cached entry or not,
-            // and keeps nothing; an allowed name in another case is the same entry.
+            // and keeps nothing; an allowed name in another case is the same entry. Named in the
+            // request line (absolute form) with an allowed `Host`, it is the name the app is asked
+            // about too, so no 200 is kept under it.
+            let edgePort = try #require(URL(string: cluster.edge)?.port)
+            let named = try await RawHTTPConnection.with(port: edgePort) { connection in
+                try await connection.send("GET http://attacker.example\(current) HTTP/1.1\nHost: localhost\n\n")
+                return try await connection.response()
+            }
+            #expect(named?.status == 421, "absolute form")
             for _ in 0..<2 {
                 let foreign = try await cluster.get(current, headers: [("Host", "attacker.example")])
                 #expect(foreign.status == 421 && foreign.headers.first(name: "x-cache-status") != "HIT")

@@ -265,7 +265,10 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// because an image's key is its URL with `?v=`, content-addressed: a cache file that is
     /// replaced under the same key holds the same bytes. A request not in the route's own form
     /// (``cacheableImageRequest``) goes to `@emojiart_uncached` instead (`return` is one of the
-    /// two things nginx's `if` does safely in a location).
+    /// two things nginx's `if` does safely in a location). An entry is kept under the request's
+    /// host name (`$host`: lowercase, no port, from the request line when it names one) and the
+    /// instance is asked with that name as `Host`, so the app's 421 decides for the very name the
+    /// entry is kept under.
     private func imageLocation(_ prefix: String) -> String {
         """
         location \(prefix) {
@@ -277,7 +280,7 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_ignore_headers Vary;
                 proxy_set_header Accept $emojiart_accept;
                 proxy_set_header Connection "";
-                proxy_set_header Host $http_host;
+                proxy_set_header Host $host;
                 proxy_cache_lock on;
                 proxy_cache_lock_timeout 30s;
                 proxy_cache_use_stale error timeout updating http_502 http_503;
