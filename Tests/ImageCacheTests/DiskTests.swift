@@ -41,9 +41,9 @@ import TestSupport
     /// An original whose bytes were changed on disk under the digest that let them in (a planted
     /// entry, its own checksum made right) is deleted and fetched again, never answered: with the
     /// feed's checksum and without, small (hashed where it is read) and large (hashed on a
-    /// processing thread).
-    @Test(arguments: [(30_000, true), (30_000, false), (1 << 20, true)])
-    func anOriginalChangedOnDiskIsFetchedAgain(size: Int, withChecksum: Bool) async throws {
+    /// processing thread), and planted without a digest (checked against the feed's).
+    @Test(arguments: [(30_000, true, true), (30_000, false, true), (1 << 20, true, true), (30_000, true, false)])
+    func anOriginalChangedOnDiskIsFetchedAgain(size: Int, withChecksum: Bool, plantedWithDigest: Bool) async throws {
         let origin = TestOrigin()
         origin.set("a", .image(payload(1, size: size)))
         try await origin.run { (base) async throws in
@@ -51,10 +51,14 @@ import TestSupport
             let request = ImageRequest(url: url, expectedSHA256: withChecksum ? SHA256Hex.digest(payload(1, size: size)) : nil)
             let genuine = try await database().image(request)
             #expect(genuine.originalSHA256 == SHA256Hex.digest(payload(1, size: size)))
-            let planted = Image(
-                data: payload(2, size: size), contentType: genuine.contentType, cacheHeaders: genuine.cacheHeaders,
-                originalSHA256: genuine.originalSHA256
-            )
+            // With the genuine digest kept, or (against the feed's checksum) with no digest and no
+            // headers, which the lookup alone would answer as an image stored by hand.
+            let planted = !plantedWithDigest
+                ? Image(data: payload(2, size: size), contentType: genuine.contentType)
+                : Image(
+                    data: payload(2, size: size), contentType: genuine.contentType, cacheHeaders: genuine.cacheHeaders,
+                    originalSHA256: genuine.originalSHA256
+                )
             let second = database()
             _ = try await second.setUp().get()
             try second.storage.write(planted, forKey: request.cacheKey)

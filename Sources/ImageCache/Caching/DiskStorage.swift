@@ -211,7 +211,7 @@ public final class DiskStorage: Sendable {
     public func removeAll() {
         index.withLock { $0.removeAll() }
         for name in (try? listDirectory()) ?? [] where Self.isEntryName(name.name) {
-            _ = unlink(path(name.name).string)
+            remove(fileNamed: name.name)
         }
     }
 

@@ -129,17 +129,18 @@ extension ImagePipeline {
         case let .image(image): entry = image
         case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
         }
-        if request.processor == nil, let digest = entry.originalSHA256 {
-            // An original's bytes are checked against the digest stored with them, as a download's
-            // are against the feed's: bytes changed on disk under the digest that let them pass
-            // (a planted entry) are deleted and fetched again.
+        if request.processor == nil, let digest = entry.originalSHA256 ?? request.expectedSHA256 {
+            // An original's bytes are checked against the digest stored with them (or, stored
+            // without one, the request's), as a download's are against the feed's: bytes changed
+            // on disk under the digest that let them in (a planted entry) are deleted and fetched
+            // again. (A variant's bytes have no digest to check: see the README's threat model.)
             guard try await hasBytes(entry, digest: digest, flight: id) else {
                 counters.corruptEntries.increment()
                 logger.warning("\(ImagePipeline.Error.corruptEntry(file: disk.fileName(forKey: key), reason: "its bytes are not the ones its SHA-256 names: changed on disk"))")
                 disk.remove(forKey: key)
                 return .miss
             }
-            memory.rememberOriginal(digest, forKey: key)
+            if let stored = entry.originalSHA256 { memory.rememberOriginal(stored, forKey: key) }
         }
         switch lookup(entry, for: request) {
         case .answer: return .answer(entry, refreshing: false)
