@@ -59,6 +59,8 @@ import TestSupport
                     let model = makeModel(proxyURL, database)
                     try await model.loadImages()
                     let listed = await model.imageFeed
+                    let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
+                    let stored = try #require(await database.cachedImage(forKey: storedKey))
                     proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
                     let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                     guard case let .invalidFeed(_, reason)? = error else {
@@ -67,6 +69,7 @@ import TestSupport
                     }
                     #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
                     #expect(await model.imageFeed == listed, "the catalog in use stays")
+                    #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
                     await model.verifyImages()
                     #expect(elsewhere.totalRequests == 0)
                 }

@@ -241,6 +241,8 @@ extension EmojiArtModel {
             throw Error.unauthenticatedFeed(url: url, failure: error)
         }
         let bytes = Array(body.readableBytesView)
+        // Refused before it is stored: a feed this app will not use replaces nothing.
+        _ = try decodeFeed(bytes)
         let responseTime = now()
         let headers = CacheHeaders(fields: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: responseTime)
         if !headers.cacheControl.noStore {
@@ -266,18 +268,16 @@ extension EmojiArtModel {
         if case .notReauthenticated = fetched.origin {} else { feedRefusal.update { $0 = nil } }
     }
 
-    /// Decodes authenticated feed bytes and makes them the model's feed.
-    @discardableResult
-    private func adopt(_ fetched: FetchedFeed) throws -> [ImageFile] {
-        let (bytes, key) = (fetched.bytes, fetched.key)
+    /// The feed in `bytes`, if this app uses it: it decodes, and every image is at the gallery's
+    /// own origin. A gallery serves its own images: an entry elsewhere would have the app fetch
+    /// any URL the gallery names (another host, a port on this machine) and show a digest of it.
+    private func decodeFeed(_ bytes: [UInt8]) throws -> [ImageFile] {
         let feed: [ImageFile]
         do {
             feed = try JSONDecoder().decode([ImageFile].self, from: Data(bytes))
         } catch {
             throw Error.invalidFeed(url: feedURL, reason: "\(error)")
         }
-        // A gallery serves its own images: an entry elsewhere would have the app fetch any URL
-        // the gallery names (another host, a port on this machine), and show a digest of it.
         let gallery = galleryURL.originKey.lowercased()
         if let (index, file) = feed.enumerated().first(where: { imageURL($1).originKey.lowercased() != gallery }) {
             throw Error.invalidFeed(
@@ -285,6 +285,14 @@ extension EmojiArtModel {
                 reason: "entry \(index) (\(file.url)) is not at the gallery's own origin \(gallery); the whole feed is refused"
             )
         }
+        return feed
+    }
+
+    /// Decodes authenticated feed bytes and makes them the model's feed.
+    @discardableResult
+    private func adopt(_ fetched: FetchedFeed) throws -> [ImageFile] {
+        let (bytes, key) = (fetched.bytes, fetched.key)
+        let feed = try decodeFeed(bytes)
         adoptedFeed = bytes
         noteOrigin(fetched)
         feedKey.update { $0 = key }
