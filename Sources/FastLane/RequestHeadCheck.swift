@@ -9,10 +9,11 @@ import NIOHTTP1
 /// - An HTTP/1.1 request without a `Host` field, any request with more than one, and one whose
 ///   `Host` is not made of an authority's characters (RFC 3986: a name, an address, `[v6]`, a
 ///   port) are refused as a request NIO's decoder could not parse: Hummingbird answers 400 after
-///   the requests before it and closes the connection; nothing after it is read.
+///   the requests before it and closes the connection; nothing after it is passed on.
 /// - A request in absolute form (`GET http://host/path`) is a request to `host`: its `Host` field
 ///   is ignored (section 3.2.2) and it goes on in origin form (`GET /path`) with `Host: host`.
-///   Userinfo (`http://user@host/`) or an empty host is refused as above.
+///   Userinfo (`http://user@host/`), an empty host, another scheme or any other form of target
+///   (but `*` and CONNECT's `host:port`) is refused as above.
 /// - A `Host` with spaces or tabs around its value goes on without them.
 /// - An HTTP/1.0 request without `Connection: keep-alive` goes on with `Connection: close`: its
 ///   connection ends with its answer, as an HTTP/1.0 client expects (before, it stayed open until
@@ -68,26 +69,25 @@ final class RequestHeadCheck: ChannelInboundHandler, RemovableChannelHandler {
     /// The verdict on `head`.
     static func check(_ head: HTTPRequestHead) -> Verdict {
         var hosts = 0
-        var trimmed: Substring?
+        var trimmed: String?
         for (name, value) in head.headers where isHost(name) {
             hosts += 1
-            var host = value[...]
-            while let space = host.first, space == " " || space == "\t" { host.removeFirst() }
-            while let space = host.last, space == " " || space == "\t" { host.removeLast() }
-            guard hosts == 1, isAuthority(host.utf8) else { return .refuse(.invalidHeaderToken) }
-            if host.utf8.count != value.utf8.count { trimmed = host }
+            var host = value.utf8[...]
+            while let space = host.first, space == UInt8(ascii: " ") || space == UInt8(ascii: "\t") { host = host.dropFirst() }
+            while let space = host.last, space == UInt8(ascii: " ") || space == UInt8(ascii: "\t") { host = host.dropLast() }
+            guard hosts == 1, isAuthority(host) else { return .refuse(.invalidHeaderToken) }
+            if host.count != value.utf8.count { trimmed = String(decoding: host, as: UTF8.self) }
         }
         if hosts == 0, head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) { return .refuse(.invalidHeaderToken) }
         let uri = head.uri.utf8
-        guard let first = uri.first, first != UInt8(ascii: "/"), first != UInt8(ascii: "*") else {
-            return trimmed.map { .rewrite(host: String($0), target: head.uri) } ?? .pass
-        }
-        // Not origin form: absolute form, if it is `http://` or `https://` (any case).
+        let unchanged = trimmed.map { Verdict.rewrite(host: $0, target: head.uri) } ?? .pass
+        // Origin form, `*` (OPTIONS), or CONNECT's authority form: the router answers them.
+        if uri.first == UInt8(ascii: "/") || head.uri == "*" || head.method == .CONNECT { return unchanged }
+        // Otherwise only absolute form, `http://` or `https://` (any case): any other target,
+        // which the router would read as a path all the same, is refused.
         guard let separator = head.uri.range(of: "://"),
               ["http", "https"].contains(head.uri[..<separator.lowerBound].lowercased())
-        else {  // Authority form (CONNECT) or no target at all: the router's 404.
-            return trimmed.map { .rewrite(host: String($0), target: head.uri) } ?? .pass
-        }
+        else { return .refuse(.invalidURL) }
         let rest = head.uri[separator.upperBound...]
         let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         let host = rest[..<end]

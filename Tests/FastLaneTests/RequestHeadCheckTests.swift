@@ -33,8 +33,10 @@ import Testing
         (head("http://u@a.example/", ["a.example"]), .refuse(.invalidURL)),
         (head("http:///x", ["a"]), .refuse(.invalidURL)),
         (head("http://a b/x", ["a"]), .refuse(.invalidURL)),
-        (head("ftp://a.example/x", ["a"]), .pass),  // no HTTP target: the router's 404
-        (head("a.example:443", ["a.example:443"]), .pass),  // authority form: the router's 404
+        (head("ftp://a.example/x", ["a"]), .refuse(.invalidURL)),  // the router would read `/x`
+        (head("a.example:443", ["a.example:443"]), .refuse(.invalidURL)),  // authority form, not CONNECT
+        (head("x", ["a"]), .refuse(.invalidURL)),
+        (HTTPRequestHead(version: .http1_1, method: .CONNECT, uri: "a.example:443", headers: ["Host": "a.example:443"]), .pass),
     ]
 
     @Test func eachHeadsVerdict() {
