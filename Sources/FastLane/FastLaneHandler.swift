@@ -54,11 +54,6 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelActive()
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { machine.outputDrained(now: context.eventLoop.now) }
-        context.fireChannelWritabilityChanged()
-    }
-
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let now = context.eventLoop.now
         switch unwrapInboundIn(data) {
@@ -151,7 +146,8 @@ extension FastLaneHandler {
         guard let deadline else { return }
         idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             idleCheck = nil
-            switch machine.idleCheckFired(now: context.eventLoop.now) {
+            let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+            switch machine.idleCheckFired(now: context.eventLoop.now, waitingBytes: waiting) {
             case .none: break
             case .close: context.close(promise: nil)
             case let .check(at): scheduleIdleCheck(at, context)

@@ -106,6 +106,9 @@ struct FastLaneStateMachine {
     /// Whether a part was passed on since the last read-complete that was.
     private(set) var passedSinceReadComplete = false
     private(set) var lastActivity = NIODeadline.uptimeNanoseconds(0)
+    /// The bytes still to send when an idle check last found the time-out passed with answers
+    /// going out; `nil` after any other activity.
+    private(set) var waitingAtLastCheck: Int?
     private(set) var isRequestBeingRead = false
     /// Whether an idle check is scheduled.
     private(set) var isIdleCheckScheduled = false
@@ -211,34 +214,35 @@ struct FastLaneStateMachine {
     /// The scheduled idle check fires at `now`. Hummingbird's rule (its connection state
     /// handler's): once the time-out has passed since the last read or the last answer owed, the
     /// connection is closed; while Hummingbird is still answering a request read whole, it is
-    /// left open (the answer starts the wait again). Unlike Hummingbird's, an answer the client
-    /// is still taking counts as activity each time the output drains (``outputDrained(now:)``).
-    mutating func idleCheckFired(now: NIODeadline) -> IdleAction {
+    /// left open (the answer starts the wait again). Unlike Hummingbird's, answers the client is
+    /// still taking count: `waitingBytes` is what the channel still holds to send (NIO's
+    /// `bufferedWritableBytes`), and fewer of them than at the last such check (or the first check
+    /// to see any) is activity. So a client on a slow network taking a large answer for longer
+    /// than the time-out is not cut off, and one that takes nothing is closed one time-out later.
+    mutating func idleCheckFired(now: NIODeadline, waitingBytes: Int = 0) -> IdleAction {
         isIdleCheckScheduled = false
         guard let idleTimeout else { return .none }
         if !isRequestBeingRead, passedOn > 0 { return .none }
-        if now >= lastActivity + idleTimeout { return .close }
+        if now >= lastActivity + idleTimeout {
+            guard waitingBytes > 0, waitingBytes < (waitingAtLastCheck ?? .max) else { return .close }
+            waitingAtLastCheck = waitingBytes
+            lastActivity = now
+        }
         isIdleCheckScheduled = true
         return .check(at: lastActivity + idleTimeout)
-    }
-
-    /// The channel is writable again: the client took enough of what was written for the bytes
-    /// still waiting to fall under the low water mark. Progress, as a read is: the idle wait starts
-    /// again, so a client on a slow network taking a large answer longer than the time-out is not
-    /// cut off; one that reads nothing never gets here and is closed as any idle connection.
-    mutating func outputDrained(now: NIODeadline) {
-        noteActivity(now)
     }
 
     /// No answer is owed any more: the idle wait starts now.
     private mutating func everythingAnswered(now: NIODeadline) -> NIODeadline? {
         guard idleTimeout != nil else { return nil }
-        lastActivity = now
+        noteActivity(now)
         return scheduleIdleCheck()
     }
 
     private mutating func noteActivity(_ now: NIODeadline) {
-        if idleTimeout != nil { lastActivity = now }
+        guard idleTimeout != nil else { return }
+        lastActivity = now
+        waitingAtLastCheck = nil
     }
 
     private mutating func scheduleIdleCheck() -> NIODeadline? {

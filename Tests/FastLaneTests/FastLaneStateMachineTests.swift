@@ -112,14 +112,29 @@ import TestSupport
         #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(1600)) == .close)
     }
 
-    @Test func outputTheClientTookPutsTheCheckOff() {
+    /// A large answer going out slowly: each check that finds fewer bytes waiting than the last
+    /// puts the close off; one that finds as many (the client took nothing) closes.
+    @Test func anAnswerStillGoingOutPutsTheCheckOffWhileItShrinks() {
         var machine = machine(idleTimeout: .seconds(1))
         _ = machine.connectionActive(now: Self.t0)
         _ = machine.headReceived(Self.get, isWritable: true, now: Self.t0)
         #expect(machine.laneAnswered(now: Self.t0) == nil)
-        machine.outputDrained(now: Self.t0 + .milliseconds(800))
-        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1)) == .check(at: Self.t0 + .milliseconds(1800)))
-        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(1800)) == .close)
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1), waitingBytes: 9_000_000) == .check(at: Self.t0 + .seconds(2)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 5_000_000) == .check(at: Self.t0 + .seconds(3)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(3), waitingBytes: 5_000_000) == .close)
+    }
+
+    @Test func aNewAnswerStartsTheCountOfWaitingBytesAgain() {
+        var machine = machine(idleTimeout: .seconds(1))
+        _ = machine.connectionActive(now: Self.t0)
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1), waitingBytes: 100) == .check(at: Self.t0 + .seconds(2)))
+        _ = machine.headReceived(Self.get, isWritable: true, now: Self.t0 + .milliseconds(1500))
+        _ = machine.laneAnswered(now: Self.t0 + .milliseconds(1500))
+        // The answer moved the deadline; then more bytes wait than at the last check, but an
+        // answer came between: a first sight again, not a client that stopped taking them.
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 5_000) == .check(at: Self.t0 + .milliseconds(2500)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(2500), waitingBytes: 5_000) == .check(at: Self.t0 + .milliseconds(3500)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(3500), waitingBytes: 0) == .close)
     }
 
     @Test func anAnswerStillOwedKeepsTheConnectionOpenAndItsEndStartsTheWait() {
