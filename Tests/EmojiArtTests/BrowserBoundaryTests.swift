@@ -167,7 +167,8 @@ import TestSupport
                 ("POST http://evil.example/cache/clear-disk HTTP/1.1\nHost: 127.0.0.1\nContent-Length: 0\n\n", 421),
             ]
             for (text, status) in answered {
-                // Twice: the second `/thumbs/5` is a memory hit, which the lane answers.
+                // Twice: the second time, `/thumbs/5` is a memory hit (the lane answers an
+                // HTTP/1.1 one for a host the app serves; the others reach the route).
                 for _ in 0..<2 {
                     let answer = try await RawHTTPConnection.with(port: port) { connection in
                         try await connection.send(text)
