@@ -84,6 +84,8 @@ extension EmojiArtModel {
         /// When the feed was last authenticated (downloaded and verified, or confirmed by a
         /// signed 304), when known.
         var authenticatedAt: Date?
+        /// The entries, when already decoded and checked (a download is, before it is stored).
+        var entries: [ImageFile]? = nil
     }
 
     /// The stored feed a request can be made conditional on, with the key it was verified with.
@@ -242,7 +244,7 @@ extension EmojiArtModel {
         }
         let bytes = Array(body.readableBytesView)
         // Refused before it is stored: a feed this app will not use replaces nothing.
-        _ = try decodeFeed(bytes)
+        let entries = try decodeFeed(bytes)
         let responseTime = now()
         let headers = CacheHeaders(fields: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: responseTime)
         if !headers.cacheControl.noStore {
@@ -251,7 +253,7 @@ extension EmojiArtModel {
         }
         return FetchedFeed(
             bytes: bytes, key: FeedKey(fingerprint: outcome.fingerprint, trustedOnFirstUse: outcome.trustedOnFirstUse),
-            origin: .downloaded, authenticatedAt: responseTime
+            origin: .downloaded, authenticatedAt: responseTime, entries: entries
         )
     }
 
@@ -292,7 +294,7 @@ extension EmojiArtModel {
     @discardableResult
     private func adopt(_ fetched: FetchedFeed) throws -> [ImageFile] {
         let (bytes, key) = (fetched.bytes, fetched.key)
-        let feed = try decodeFeed(bytes)
+        let feed = try fetched.entries ?? decodeFeed(bytes)
         adoptedFeed = bytes
         noteOrigin(fetched)
         feedKey.update { $0 = key }

@@ -129,12 +129,12 @@ extension ImagePipeline {
         case let .image(image): entry = image
         case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
         }
-        if request.processor == nil, let digest = entry.originalSHA256 ?? request.expectedSHA256 {
+        if request.processor == nil, let named = entry.originalSHA256 ?? request.expectedSHA256 {
             // An original's bytes are checked against the digest stored with them (or, stored
             // without one, the request's), as a download's are against the feed's: bytes changed
             // on disk under the digest that let them in (a planted entry) are deleted and fetched
             // again. (A variant's bytes have no digest to check: see the README's threat model.)
-            guard try await hasBytes(entry, digest: digest, flight: id) else {
+            guard try await digest(of: entry, flight: id) == named else {
                 counters.corruptEntries.increment()
                 logger.warning("\(ImagePipeline.Error.corruptEntry(file: disk.fileName(forKey: key), reason: "its bytes are not the ones its SHA-256 names: changed on disk"))")
                 disk.remove(forKey: key)

@@ -8,22 +8,13 @@ extension ImagePipeline {
     /// limit: SHA-256 of 1 MiB takes milliseconds, too long for a cooperative thread.
     static let largePayload = 1 << 20
 
-    /// ``verified(_:request:)`` on the processing threads for a large payload, here otherwise.
-    func verified(_ image: Image, request: ImageRequest, flight id: FlightID) async throws -> Image {
-        guard image.data.count >= Self.largePayload else {
-            return try Self.verified(image, request: request)
-        }
+    /// The SHA-256 of `image`'s bytes, as lowercase hex: on the processing threads, within the
+    /// processing limit, for a large payload; here otherwise. Every hash of a flight's bytes (a
+    /// download checked against the feed, an original read back from disk) runs through here.
+    func digest(of image: Image, flight id: FlightID) async throws -> String {
+        guard image.data.count >= Self.largePayload else { return SHA256Hex.digest(image.data) }
         return try await run(.processing, for: id) {
-            try await processingPool.run { try Self.verified(image, request: request) }
-        }
-    }
-
-    /// Whether `image`'s bytes have the SHA-256 `digest`: on the processing threads for a large
-    /// payload, here otherwise.
-    func hasBytes(_ image: Image, digest: String, flight id: FlightID) async throws -> Bool {
-        guard image.data.count >= Self.largePayload else { return SHA256Hex.digest(image.data) == digest }
-        return try await run(.processing, for: id) {
-            try await processingPool.run { SHA256Hex.digest(image.data) == digest }
+            try await processingPool.run { SHA256Hex.digest(image.data) }
         }
     }
 
@@ -35,10 +26,10 @@ extension ImagePipeline {
 
     /// Checks fetched bytes against the request's expected SHA-256 (the feed's checksum), and
     /// records their digest as ``Image/originalSHA256``.
-    static func verified(_ image: Image, request: ImageRequest) throws(ImagePipeline.Error) -> Image {
-        let actual = SHA256Hex.digest(image.data)
+    func verified(_ image: Image, request: ImageRequest, flight id: FlightID) async throws -> Image {
+        let actual = try await digest(of: image, flight: id)
         if let expected = request.expectedSHA256, actual != expected {
-            throw .checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
+            throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
         }
         var image = image
         image.originalSHA256 = actual
