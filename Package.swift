@@ -247,6 +247,7 @@ let package = Package(
             name: "ImageCacheTests",
             dependencies: [
                 "ImageCache", "CXXHash", "HTTPCaching", "TestSupport", "imagecache-crash-writer",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCache
+import Logging
 import Testing
 import TestSupport
 
@@ -183,6 +184,36 @@ import TestSupport
             }
             guard case .processingFailed = error else { Issue.record("expected processingFailed"); return }
             #expect(error?.isTransient == false)
+        }
+    }
+
+    @Test func aFailedLoadIsLoggedOnceWithItsKeyAndReason() async throws {
+        let origin = TestOrigin()
+        origin.set("art", .image(payload(1)))
+        origin.set("forged", .image(payload(2)))
+        try await origin.run { (base) async throws in
+            let recorder = LogRecorder()
+            let database = ImageDatabase(
+                configuration: .init(directory: directory.url, synchronizesWrites: false), clock: clock, logger: recorder.logger()
+            )
+            // An undecodable image: a warning, once, however often it is asked for while remembered.
+            let undecodable = ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor())
+            for _ in 0..<3 {
+                await #expect(throws: ImageLoader.Error.self) { try await database.image(undecodable) }
+            }
+            // Bytes that are not the feed's: a warning. A 404: a notice.
+            let forged = ImageRequest(url: base.appendingPathComponent("images/forged"), expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(forged) }
+            let gone = ImageRequest(url: base.appendingPathComponent("images/gone"))
+            await #expect(throws: ImageLoader.Error.self) { try await database.image(gone) }
+
+            let failures = recorder.logged.filter { $0.message.hasPrefix("loading failed") }
+            #expect(failures.map(\.level) == [.warning, .warning, .notice])
+            #expect(failures.map { $0.metadata["key"] } == [undecodable.cacheKey, forged.cacheKey, gone.cacheKey])
+            #expect(failures[0].message.contains("failing"), "names the processor: \(failures[0].message)")
+            #expect(failures[1].message.contains("is not the one the feed lists"), "\(failures[1].message)")
+            #expect(failures[2].message.contains("404"))
+            #expect(database.stats().failures == 3)
         }
     }
 }

@@ -88,7 +88,8 @@ public actor ImageDatabase {
     ///   - clock: the clock failure expiries run on; tests pass a clock they move by hand.
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts,
     ///     so it is the date, not a duration clock; tests pass one they move.
-    ///   - logger: where the cache logs damaged entries, disk failures and stale answers.
+    ///   - logger: where the cache logs damaged entries, disk failures, stale answers and each
+    ///     failed load (once per failure remembered, with its key).
     public init(
         configuration: Configuration = .init(),
         fetcher: any ImageFetching = HTTPImageFetcher(),

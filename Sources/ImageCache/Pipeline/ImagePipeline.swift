@@ -139,7 +139,8 @@ public final class ImagePipeline: Sendable {
     ///     move by hand.
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts, so
     ///     it is the date, not a duration clock; tests pass one they move.
-    ///   - logger: where the pipeline logs damaged entries, disk failures and stale answers.
+    ///   - logger: where the pipeline logs damaged entries, disk failures, stale answers and each
+    ///     failed load (once per failure remembered, with its key).
     public init(
         configuration: Configuration = .init(),
         disk: DiskStorage? = nil,
@@ -465,9 +466,26 @@ public final class ImagePipeline: Sendable {
             break  // cancellation, or an error of a custom fetcher: not remembered
         }
         guard let waiters = bookkeeping.withLock({ $0.finish(id, remembering: remembered) }) else { return }
-        if remembered != nil { counters.failures.increment() }
+        if let (error, _) = remembered {
+            counters.failures.increment()
+            // Once per failed flight, however many waited for it: the waiters get the error, the
+            // operator the reason (a forged or undecodable image otherwise shows only to its caller).
+            logger.log(
+                level: Self.logLevel(of: error), "loading failed, remembered for \(error.isTransient ? "the transient" : "the permanent") expiry: \(error)",
+                metadata: ["key": "\(request.cacheKey)"])
+        }
         let answer = result.map { Optional($0) }
         for waiter in waiters { waiter.resume(with: answer) }
+    }
+
+    /// How loud a remembered failure is logged: bytes or a request that can never succeed as
+    /// they are (a checksum mismatch, an undecodable image, too large, an invalid URL) are a
+    /// warning; what the origin said or could not say (a status, a time-out) is a notice.
+    static func logLevel(of error: ImagePipeline.Error) -> Logger.Level {
+        switch error {
+        case .checksumMismatch, .processingFailed, .bodyTooLarge, .invalidURL: .warning
+        default: .notice
+        }
     }
 
     /// Whether `failure` is a checksum mismatch remembered for a request that expected other
