@@ -81,6 +81,11 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { machine.outputDrained(now: context.eventLoop.now) }
+        context.fireChannelWritabilityChanged()
+    }
+
     func channelReadComplete(context: ChannelHandlerContext) {
         let action = machine.readComplete()
         if action.flush { context.flush() }

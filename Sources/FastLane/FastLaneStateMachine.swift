@@ -82,7 +82,7 @@ struct FastLaneStateMachine {
 
     /// What to do when the idle check fires.
     enum IdleAction: Equatable {
-        /// Nothing: an answer is owed, and it starts the wait again.
+        /// Nothing: the connection has no idle time-out.
         case none
         case close
         /// Check again then: there was activity since the check was scheduled.
@@ -213,23 +213,35 @@ struct FastLaneStateMachine {
 
     /// The scheduled idle check fires at `now`. Hummingbird's rule (its connection state
     /// handler's): once the time-out has passed since the last read or the last answer owed, the
-    /// connection is closed; while Hummingbird is still answering a request read whole, it is
-    /// left open (the answer starts the wait again). Unlike Hummingbird's, answers the client is
-    /// still taking count: `waitingBytes` is what the channel still holds to send (NIO's
+    /// connection is closed; while Hummingbird is still making an answer to a request read whole,
+    /// it is left open (the answer starts the wait again). Unlike Hummingbird's, what the client
+    /// takes counts: `waitingBytes` is what the channel still holds to send (NIO's
     /// `bufferedWritableBytes`), and fewer of them than at the last such check (or the first check
-    /// to see any) is activity. So a client on a slow network taking a large answer for longer
-    /// than the time-out is not cut off, and one that takes nothing is closed one time-out later.
+    /// to see any) is activity, as is the channel becoming writable again
+    /// (``outputDrained(now:)``). So a client on a slow network taking a large answer for longer
+    /// than the time-out is not cut off, and one that takes nothing is closed one time-out later,
+    /// owed answers or not: a client that pipelines requests and reads none of their answers
+    /// does not hold its connection (and the answers' bytes) for ever.
     mutating func idleCheckFired(now: NIODeadline, waitingBytes: Int = 0) -> IdleAction {
         isIdleCheckScheduled = false
         guard let idleTimeout else { return .none }
-        if !isRequestBeingRead, passedOn > 0 { return .none }
         if now >= lastActivity + idleTimeout {
-            guard waitingBytes > 0, waitingBytes < (waitingAtLastCheck ?? .max) else { return .close }
-            waitingAtLastCheck = waitingBytes
-            lastActivity = now
+            if waitingBytes == 0, !isRequestBeingRead, passedOn > 0 {
+                // An answer is being made, none is going out: left open, and checked again.
+                noteActivity(now)
+            } else {
+                guard waitingBytes > 0, waitingBytes < (waitingAtLastCheck ?? .max) else { return .close }
+                waitingAtLastCheck = waitingBytes
+                lastActivity = now
+            }
         }
         isIdleCheckScheduled = true
         return .check(at: lastActivity + idleTimeout)
+    }
+
+    /// The channel is writable again: the client took answers' bytes.
+    mutating func outputDrained(now: NIODeadline) {
+        noteActivity(now)
     }
 
     /// No answer is owed any more: the idle wait starts now.

@@ -262,6 +262,47 @@ import Testing
         #expect(!channel.isActive, "as many a time-out later: the client took none of them")
     }
 
+    /// Two requests passed on, pipelined, and a client that reads nothing: Hummingbird's first
+    /// answer stops going out part way (bytes written and never flushed stand for it). Owed
+    /// answers do not keep such a connection: it is closed as an idle one is.
+    @Test func answersOwedThatTheClientNeverTakesDoNotHoldTheConnection() throws {
+        let (channel, recorder) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        try read(["/miss", "/miss"], into: channel)
+        #expect(recorder.reads.count == 4)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(5))
+        #expect(channel.isActive, "the answers are being made")
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "100000"])), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(channel.isActive, "bytes going out, seen for the first time")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive, "a time-out later the client had taken none of them")
+    }
+
+    @Test func theChannelBecomingWritableAgainPutsTheCloseOff() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        try read(["/miss"], into: channel)
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "100000"])), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(channel.isActive)
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(500))
+        channel.isWritable = false
+        channel.pipeline.fireChannelWritabilityChanged()
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(500))
+        #expect(channel.isActive, "the client took bytes half a time-out ago")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1499))
+        #expect(channel.isActive, "as many bytes still waiting: seen for the first time since")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(1))
+        #expect(!channel.isActive)
+    }
+
     @Test func aHalfReadRequestIsNotWaitedFor() throws {
         let (channel, recorder) = try channel(idleTimeout: .seconds(1))
         defer { _ = try? channel.finish() }

@@ -137,16 +137,51 @@ import TestSupport
         #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(3500), waitingBytes: 0) == .close)
     }
 
-    @Test func anAnswerStillOwedKeepsTheConnectionOpenAndItsEndStartsTheWait() {
+    @Test func anAnswerStillBeingMadeKeepsTheConnectionOpenAndItsEndStartsTheWait() {
         var machine = machine(idleTimeout: .seconds(1))
         _ = machine.connectionActive(now: Self.t0)
         _ = machine.headReceived(Self.post, isWritable: true, now: Self.t0)
         _ = machine.endReceived(now: Self.t0)
-        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(10)) == .none)
+        // Nothing going out yet: the answer is being made. Left open, and checked again.
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(10)) == .check(at: Self.t0 + .seconds(11)))
         _ = machine.answerHead(statusCode: 200)
-        let (_, check) = machine.answerEnd(now: Self.t0 + .seconds(10))
-        #expect(check == Self.t0 + .seconds(11))
-        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(11)) == .close)
+        let (_, check) = machine.answerEnd(now: Self.t0 + .milliseconds(10_500))
+        #expect(check == nil, "a check is scheduled already: the answer moves its deadline")
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(11)) == .check(at: Self.t0 + .milliseconds(11_500)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(11_500)) == .close)
+    }
+
+    /// A client that pipelines requests and reads none of the answers: once they stop going out,
+    /// owed answers keep the connection no longer than answers the lane wrote.
+    @Test func answersOwedThatTheClientNeverTakesDoNotHoldTheConnection() {
+        var machine = machine(idleTimeout: .seconds(1))
+        _ = machine.connectionActive(now: Self.t0)
+        for _ in 0..<2 {
+            _ = machine.headReceived(Self.post, isWritable: true, now: Self.t0)
+            _ = machine.endReceived(now: Self.t0)
+        }
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1)) == .check(at: Self.t0 + .seconds(2)), "being made")
+        // The first answer's head and part of its body went out; its end waits behind them.
+        _ = machine.answerHead(statusCode: 200)
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 200_000) == .check(at: Self.t0 + .seconds(3)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(3), waitingBytes: 200_000) == .close)
+        #expect(machine.passedOn == 2)
+    }
+
+    /// Hummingbird refills the channel whenever it drains below its low mark: more bytes may wait
+    /// at a check than at the last one although the client took some. The channel becoming
+    /// writable again says so.
+    @Test func theChannelBecomingWritableAgainIsActivity() {
+        var machine = machine(idleTimeout: .seconds(1))
+        _ = machine.connectionActive(now: Self.t0)
+        _ = machine.headReceived(Self.post, isWritable: true, now: Self.t0)
+        _ = machine.endReceived(now: Self.t0)
+        _ = machine.answerHead(statusCode: 200)
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1), waitingBytes: 60_000) == .check(at: Self.t0 + .seconds(2)))
+        machine.outputDrained(now: Self.t0 + .milliseconds(1500))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 65_000) == .check(at: Self.t0 + .milliseconds(2500)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(2500), waitingBytes: 65_000) == .check(at: Self.t0 + .milliseconds(3500)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .milliseconds(3500), waitingBytes: 65_000) == .close)
     }
 
     @Test func aRequestHalfReadIsIdleToo() {
