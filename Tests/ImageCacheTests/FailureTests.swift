@@ -201,14 +201,14 @@ import TestSupport
             for _ in 0..<3 {
                 await #expect(throws: ImageLoader.Error.self) { try await database.image(undecodable) }
             }
-            // Bytes that are not the feed's: a warning. A 404: a notice.
+            // Bytes that are not the feed's: a warning. A 404: for debugging only.
             let forged = ImageRequest(url: base.appendingPathComponent("images/forged"), expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(forged) }
             let gone = ImageRequest(url: base.appendingPathComponent("images/gone"))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(gone) }
 
             let failures = recorder.logged.filter { $0.message.hasPrefix("loading failed") }
-            #expect(failures.map(\.level) == [.warning, .warning, .notice])
+            #expect(failures.map(\.level) == [.warning, .warning, .debug])
             #expect(failures.map { $0.metadata["key"] } == [undecodable.cacheKey, forged.cacheKey, gone.cacheKey])
             #expect(failures[0].message.contains("failing"), "names the processor: \(failures[0].message)")
             #expect(failures[1].message.contains("is not the one the feed lists"), "\(failures[1].message)")

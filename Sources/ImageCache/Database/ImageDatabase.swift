@@ -89,7 +89,7 @@ public actor ImageDatabase {
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts,
     ///     so it is the date, not a duration clock; tests pass one they move.
     ///   - logger: where the cache logs damaged entries, disk failures, stale answers and each
-    ///     failed load (once per failure remembered, with its key).
+    ///     failed load (once per failure remembered, with its key; a 404 at `.debug`).
     public init(
         configuration: Configuration = .init(),
         fetcher: any ImageFetching = HTTPImageFetcher(),

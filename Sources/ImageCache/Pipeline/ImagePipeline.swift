@@ -140,7 +140,7 @@ public final class ImagePipeline: Sendable {
     ///   - now: the wall clock HTTP freshness is judged by. Freshness must survive restarts, so
     ///     it is the date, not a duration clock; tests pass one they move.
     ///   - logger: where the pipeline logs damaged entries, disk failures, stale answers and each
-    ///     failed load (once per failure remembered, with its key).
+    ///     failed load (once per failure remembered, with its key; a 404 at `.debug`).
     public init(
         configuration: Configuration = .init(),
         disk: DiskStorage? = nil,
@@ -480,10 +480,12 @@ public final class ImagePipeline: Sendable {
 
     /// How loud a remembered failure is logged: bytes or a request that can never succeed as
     /// they are (a checksum mismatch, an undecodable image, too large, an invalid URL) are a
-    /// warning; what the origin said or could not say (a status, a time-out) is a notice.
+    /// warning; what the origin said or could not say (a status, a time-out) is a notice, but
+    /// for 404 and 410, an answer about the image rather than a fault (debug).
     static func logLevel(of error: ImagePipeline.Error) -> Logger.Level {
         switch error {
         case .checksumMismatch, .processingFailed, .bodyTooLarge, .invalidURL: .warning
+        case .httpStatus(404, _), .httpStatus(410, _): .debug
         default: .notice
         }
     }
