@@ -262,8 +262,15 @@ import Testing
         #expect(!channel.isActive, "as many a time-out later: the client took none of them")
     }
 
+    /// Hummingbird's answer to a request passed on, its head and 100,000 bytes of body, stuck on
+    /// the way out: written and never flushed, as to a client that reads nothing.
+    func writeAnswerThatStopsGoingOut(_ channel: EmbeddedChannel) {
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "100000"])), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+    }
+
     /// Two requests passed on, pipelined, and a client that reads nothing: Hummingbird's first
-    /// answer stops going out part way (bytes written and never flushed stand for it). Owed
+    /// answer stops going out part way. Owed
     /// answers do not keep such a connection: it is closed as an idle one is.
     @Test func answersOwedThatTheClientNeverTakesDoNotHoldTheConnection() throws {
         let (channel, recorder) = try channel(idleTimeout: .seconds(1))
@@ -272,8 +279,7 @@ import Testing
         #expect(recorder.reads.count == 4)
         channel.embeddedEventLoop.advanceTime(by: .seconds(5))
         #expect(channel.isActive, "the answers are being made")
-        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "100000"])), promise: nil)
-        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+        writeAnswerThatStopsGoingOut(channel)
         channel.embeddedEventLoop.advanceTime(by: .seconds(1))
         #expect(channel.isActive, "bytes going out, seen for the first time")
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(999))
@@ -286,8 +292,7 @@ import Testing
         let (channel, _) = try channel(idleTimeout: .seconds(1))
         defer { _ = try? channel.finish() }
         try read(["/miss"], into: channel)
-        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "100000"])), promise: nil)
-        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+        writeAnswerThatStopsGoingOut(channel)
         channel.embeddedEventLoop.advanceTime(by: .seconds(1))
         #expect(channel.isActive)
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(500))
