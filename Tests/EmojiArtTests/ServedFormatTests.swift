@@ -32,6 +32,11 @@ import Testing
         ("", .png),
         (",,;;", .png),
         ("image/avif," + String(repeating: "a/b,", count: 600), .png),  // over 2 KiB: not read
+        // A quoted parameter value may hold commas and semicolons: they end nothing.
+        ("image/png;x=\",image/avif,\"", .png),
+        ("image/png;x=\"a;q=0\", image/webp;q=0.5", .png),
+        ("image/png;x=\"\\\",image/avif\", image/webp", .webp),  // an escaped quote stays inside
+        ("image/webp;x=\"a,b\";q=0.9, image/png;q=0.8", .webp),
     ] as [(String?, ServedFormat)])
     func acceptChoosesTheFormat(accept: String?, format: ServedFormat) {
         #expect(ServedFormat.negotiate(accept, offered: Self.all) == format, "\(accept ?? "(none)")")

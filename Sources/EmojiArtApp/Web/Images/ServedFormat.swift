@@ -95,7 +95,7 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
         var avif = -1, webp = -1, png = -1, anyImage = -1, anything = -1
         var rest = accept.utf8[...]
         while !rest.isEmpty {
-            let end = rest.firstIndex(of: UInt8(ascii: ",")) ?? rest.endIndex
+            let end = Self.firstUnquoted(UInt8(ascii: ","), in: rest)
             let element = rest[..<end]
             rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
             let rangeEnd = element.firstIndex(of: UInt8(ascii: ";")) ?? element.endIndex
@@ -104,7 +104,7 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
             var parameters = element[rangeEnd...]
             while parameters.first == UInt8(ascii: ";") {
                 parameters = parameters.dropFirst()
-                let parameterEnd = parameters.firstIndex(of: UInt8(ascii: ";")) ?? parameters.endIndex
+                let parameterEnd = Self.firstUnquoted(UInt8(ascii: ";"), in: parameters)
                 let parameter = parameters[..<parameterEnd]
                 parameters = parameters[parameterEnd...]
                 guard let equals = parameter.firstIndex(of: UInt8(ascii: "=")),
@@ -146,6 +146,29 @@ public enum ServedFormat: String, Sendable, Hashable, CaseIterable, CustomString
         while let first = text.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { text = text.dropFirst() }
         while let last = text.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { text = text.dropLast() }
         return text
+    }
+
+    /// The index of the first `separator` in `text` outside a quoted string (a parameter's value
+    /// may be one, and hold commas and semicolons: RFC 9110 5.6.4, `\` escaping the next byte),
+    /// or the end.
+    static func firstUnquoted(_ separator: UInt8, in text: Substring.UTF8View) -> Substring.UTF8View.Index {
+        var quoted = false
+        var escaped = false
+        var index = text.startIndex
+        while index != text.endIndex {
+            let byte = text[index]
+            if escaped {
+                escaped = false
+            } else if quoted {
+                if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { quoted = false }
+            } else if byte == UInt8(ascii: "\"") {
+                quoted = true
+            } else if byte == separator {
+                return index
+            }
+            text.formIndex(after: &index)
+        }
+        return index
     }
 
     /// Whether `text` is `lowercase`, ignoring ASCII case.
