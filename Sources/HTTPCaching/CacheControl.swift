@@ -108,6 +108,9 @@ public struct CacheControl: Sendable, Hashable {
         var quoted = false
         var escaped = false
         var wasQuoted = false
+        // Whether the value so far is only whitespace: a quote there opens a quoted string. A flag,
+        // not a scan of the value at each quote, which a hostile field of quotes made quadratic.
+        var valueIsBlank = true
         func flush() {
             let trimmedName = String(decoding: name, as: UTF8.self).trimmingOWS().lowercased()
             if !trimmedName.isEmpty {
@@ -118,6 +121,7 @@ public struct CacheControl: Sendable, Hashable {
             value = []
             inValue = false
             wasQuoted = false
+            valueIsBlank = true
         }
         for byte in line.utf8 {
             if quoted {
@@ -136,12 +140,18 @@ public struct CacheControl: Sendable, Hashable {
             switch byte {
             case 0x2C: flush()
             case 0x3D where !inValue: inValue = true
-            case 0x22 where inValue && value.allSatisfy({ $0 == 0x20 || $0 == 0x09 }):
+            case 0x22 where inValue && valueIsBlank:
                 value = []
                 quoted = true
                 wasQuoted = true
+                valueIsBlank = false
             default:
-                if inValue { value.append(byte) } else { name.append(byte) }
+                if inValue {
+                    value.append(byte)
+                    if byte != 0x20, byte != 0x09 { valueIsBlank = false }
+                } else {
+                    name.append(byte)
+                }
             }
         }
         flush()
