@@ -82,6 +82,30 @@ public enum TerminalText {
             let entries = stats.corruptEntries == 1 ? "entry" : "entries"
             lines.append("dropped \(stats.corruptEntries) damaged cache \(entries) (deleted and fetched again)")
         }
-        return lines.joined(separator: "\n")
+        // Names, URLs and reasons come from the gallery: each line is shown, never obeyed.
+        return lines.map { printable($0) }.joined(separator: "\n")
+    }
+
+    /// `text` with every control character (C0 with tab and line breaks, DEL, C1) and every
+    /// bidirectional override or isolate replaced by U+FFFD: text from a gallery (a piece's name,
+    /// a URL, an error's reason) printed to a terminal cannot erase or forge lines, recolour, set
+    /// the window's title, write the clipboard (OSC 52), or reorder what is shown.
+    /// - Parameter keepingNewlines: keep `\n`, for a message of several lines made here.
+    public static func printable(_ text: String, keepingNewlines: Bool = false) -> String {
+        guard text.unicodeScalars.contains(where: { isUnprintable($0, keepingNewlines) }) else { return text }
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            scalars.append(isUnprintable(scalar, keepingNewlines) ? "\u{FFFD}" : scalar)
+        }
+        return String(scalars)
+    }
+
+    private static func isUnprintable(_ scalar: Unicode.Scalar, _ keepingNewlines: Bool) -> Bool {
+        switch scalar.value {
+        case 0x0A: !keepingNewlines
+        case 0x00...0x1F, 0x7F...0x9F: true
+        case 0x202A...0x202E, 0x2066...0x2069: true  // embeddings, overrides, isolates
+        default: false
+        }
     }
 }
