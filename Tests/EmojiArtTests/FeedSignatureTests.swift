@@ -77,6 +77,30 @@ import TestSupport
         }
     }
 
+    /// A feed signed by the trusted key that lists more than the app takes is refused whole, before
+    /// it is stored; one at the limit is taken.
+    @Test func aFeedListingMoreEntriesThanTheAppTakesIsRefused() async throws {
+        let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
+        try await withGallery { galleryURL, database in
+            proxy.route(to: galleryURL)
+            try await proxy.run { proxyURL in
+                let model = makeModel(proxyURL, database)
+                let listed = try await model.loadImages()
+                let limit = EmojiArtModel.maxFeedEntries
+                proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
+                let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
+                guard case let .invalidFeed(_, reason)? = error else {
+                    Issue.record("expected invalidFeed, got \(String(describing: error))")
+                    return
+                }
+                #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
+                #expect(await model.imageFeed == listed, "the catalog in use stays")
+                proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
+                #expect(try await model.loadImages().count == limit)
+            }
+        }
+    }
+
     /// Nor can a gallery send the app elsewhere with a redirect: the app's client follows none, and
     /// each image so sent fails with the redirect's status, fetched from nowhere else.
     @Test func anImageRedirectedElsewhereIsNotFollowed() async throws {

@@ -270,15 +270,21 @@ extension EmojiArtModel {
         if case .notReauthenticated = fetched.origin {} else { feedRefusal.update { $0 = nil } }
     }
 
-    /// The feed in `bytes`, if this app uses it: it decodes, and every image is at the gallery's
-    /// own origin. A gallery serves its own images: an entry elsewhere would have the app fetch
-    /// any URL the gallery names (another host, a port on this machine) and show a digest of it.
+    /// The feed in `bytes`, if this app uses it: it decodes, it lists at most
+    /// ``maxFeedEntries`` entries, and every image is at the gallery's own origin. A gallery
+    /// serves its own images: an entry elsewhere would have the app fetch any URL the gallery
+    /// names (another host, a port on this machine) and show a digest of it.
     private func decodeFeed(_ bytes: [UInt8]) throws -> [ImageFile] {
         let feed: [ImageFile]
         do {
             feed = try JSONDecoder().decode([ImageFile].self, from: Data(bytes))
         } catch {
             throw Error.invalidFeed(url: feedURL, reason: "\(error)")
+        }
+        guard feed.count <= Self.maxFeedEntries else {
+            throw Error.invalidFeed(
+                url: feedURL, reason: "it lists \(feed.count) entries, more than the \(Self.maxFeedEntries) the app takes; the whole feed is refused"
+            )
         }
         let gallery = galleryURL.originKey.lowercased()
         if let (index, file) = feed.enumerated().first(where: { imageURL($1).originKey.lowercased() != gallery }) {

@@ -173,6 +173,12 @@ public actor EmojiArtModel {
         configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(2)))
     )
 
+    /// The most entries a feed may list: a larger one is refused whole (``Error/invalidFeed(url:reason:)``).
+    /// Every catalog page lists every entry, so a gallery (or whoever answers at first contact)
+    /// could otherwise make each page megabytes long. The largest gallery `emojiart gallery` serves
+    /// lists 3,564 (1,188 pieces, three times each).
+    public static let maxFeedEntries = 10_000
+
     /// Where the app's cache fetches images: over ``galleryClient``.
     public static func galleryFetcher() -> HTTPImageFetcher {
         HTTPImageFetcher(client: galleryClient)
