@@ -36,7 +36,7 @@ private func check(_ result: Result<DiskEntry.Content, DiskEntry.Problem>, input
         if let size = image.pixelSize { precondition(size.width >= 0 && size.height >= 0, "decoded a negative pixel size") }
         if let headers = image.cacheHeaders { use(headers) }
         useAsFeed(image.data)
-    case let .success(.missing(status, headers)):
+    case let .success(.missing(status, headers, _)):
         precondition(DiskEntry.missingStatuses.contains(status), "decoded a known-missing entry of status \(status)")
         if let headers { use(headers) }
     case .failure:

@@ -178,7 +178,7 @@ enum ExtremeEntries {
                 if let size = image.pixelSize { #expect(size.width >= 0 && size.height >= 0) }
                 if useAsFeed(image.data) { feeds += 1 }
                 if index % 100 == 0 { planted.append(bytes) }
-            case let .success(.missing(status, headers)):
+            case let .success(.missing(status, headers, _)):
                 accepted += 1
                 missing += 1
                 #expect(status == 404 || status == 410)

@@ -56,6 +56,44 @@ import TestSupport
         }
     }
 
+    /// A 404 is nobody's signed word: one seen while the feed expected some bytes does not answer
+    /// for a later edition that expects others (asked again, and the image loads), and whatever
+    /// lifetime its headers claim, it is believed for a day at most.
+    @Test func aStored404AnswersOnlyTheBytesItWasAskedForAndForADayAtMost() async throws {
+        let origin = TestOrigin()
+        // As an attacker on the path for one moment would answer: missing for 63 years.
+        origin.set("hidden", .statusWithCacheControl(404, "public, max-age=2000000000"))
+        origin.set("held", .statusWithCacheControl(404, "public, max-age=2000000000"))
+        try await origin.run { (base) async throws in
+            let hidden = base.appendingPathComponent("images/hidden")
+            let old = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([9, 9, 9]))
+            await #expect(performing: { try await database().image(old) }, throws: isStatus(404))
+            await #expect(performing: { try await database().image(old) }, throws: isStatus(404))
+            #expect(origin.requests("hidden") == 1, "the same edition: answered from the stored 404")
+
+            // The next edition lists new bytes for the piece: the stored 404 is not about them.
+            let new = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([1, 2, 3]))
+            let offline = ImageRequest(url: hidden, expectedSHA256: new.expectedSHA256, cachePolicy: .returnCacheDataDontLoad)
+            await #expect(performing: { try await database().image(offline) }, throws: { error in
+                if case ImageLoader.Error.notCached = error { return true }
+                return false
+            })
+            origin.set("hidden", .image([1, 2, 3]))
+            #expect(try await database().image(new).data == [1, 2, 3])
+            #expect(origin.requests("hidden") == 2)
+
+            // The same edition, a day later: asked again, however long the 404 said it lasts.
+            let held = ImageRequest(url: base.appendingPathComponent("images/held"), expectedSHA256: SHA256Hex.digest([4]))
+            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            clock.advance(by: 86_399)
+            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            #expect(origin.requests("held") == 1)
+            clock.advance(by: 1)
+            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            #expect(origin.requests("held") == 2)
+        }
+    }
+
     /// Without a lifetime the 404 is not stored (today's five-minute memory in one process still
     /// applies): a restart asks again, and offline it is not cached.
     @Test func a404WithoutALifetimeIsNotStored() async throws {
@@ -129,8 +167,15 @@ import TestSupport
         let headers = CacheHeaders(fields: [("Cache-Control", "max-age=60")], requestTime: at, responseTime: at)
         let missing = DiskEntry.encodeMissing(status: 410, cacheHeaders: headers, key: "k")
         #expect(missing[4] == 3)
-        #expect(DiskEntry.decodeEntry(missing, key: "k") == .success(.missing(status: 410, cacheHeaders: headers)))
+        #expect(DiskEntry.decodeEntry(missing, key: "k") == .success(.missing(status: 410, cacheHeaders: headers, expectedSHA256: nil)))
         #expect(DiskEntry.decode(missing, key: "k") == .failure(.notAnImage(status: 410)))
+        // The bytes the request expected go with it (tag 6); a longer form than a digest's is not kept.
+        let expected = SHA256Hex.digest([1])
+        let withExpected = DiskEntry.encodeMissing(status: 404, cacheHeaders: headers, expectedSHA256: expected, key: "k")
+        #expect(DiskEntry.decodeEntry(withExpected, key: "k") == .success(.missing(status: 404, cacheHeaders: headers, expectedSHA256: expected)))
+        let long = String(repeating: "a", count: DiskEntry.expectedSHA256Limit + 1)
+        let withLong = DiskEntry.encodeMissing(status: 404, cacheHeaders: nil, expectedSHA256: long, key: "k")
+        #expect(DiskEntry.decodeEntry(withLong, key: "k") == .success(.missing(status: 404, cacheHeaders: nil, expectedSHA256: nil)))
         #expect(DiskEntry.encode(Image(data: [1], contentType: "image/png"), key: "k")[4] == 2)
         // A status record means nothing in a version 2 entry, and a version 3 entry needs one.
         var relabelled = DiskEntry.encode(Image(data: [1], contentType: "image/png"), key: "k")

@@ -61,15 +61,23 @@ enum DiskEntry {
         /// Version 3 only: the origin's status for a known-missing entry, a little-endian
         /// `UInt16`, 404 or 410. Its entry has no content type and an empty payload.
         case status = 5
+        /// Version 3 only: the SHA-256 the request that found the resource missing expected
+        /// (`ImageRequest.expectedSHA256`, its feed's checksum), UTF-8, at most
+        /// ``expectedSHA256Limit`` bytes. The entry answers only a request that expects the same.
+        case expectedSHA256 = 6
     }
+
+    /// Longest expected SHA-256 kept with a known-missing entry, in UTF-8 bytes.
+    static let expectedSHA256Limit = 128
 
     /// What an entry holds.
     enum Content: Equatable {
         /// An image.
         case image(Image)
-        /// The origin answered `status` (404 or 410) with these headers: the resource is known
-        /// to be missing while they say the answer is fresh.
-        case missing(status: Int, cacheHeaders: CacheHeaders?)
+        /// The origin answered `status` (404 or 410) with these headers to a request that
+        /// expected `expectedSHA256`: the resource is known to be missing while they say the
+        /// answer is fresh, for a request that expects the same.
+        case missing(status: Int, cacheHeaders: CacheHeaders?, expectedSHA256: String?)
     }
 
     /// The statuses a known-missing entry may hold.
@@ -134,14 +142,18 @@ enum DiskEntry {
     }
 
     /// The bytes of a known-missing entry under `key`: the origin answered `status` (404 or 410)
-    /// with `headers`.
-    static func encodeMissing(status: Int, cacheHeaders headers: CacheHeaders?, key: String) -> [UInt8] {
+    /// with `headers` to a request that expected `expectedSHA256` (kept when it is at most
+    /// ``expectedSHA256Limit`` bytes).
+    static func encodeMissing(status: Int, cacheHeaders headers: CacheHeaders?, expectedSHA256: String? = nil, key: String) -> [UInt8] {
         var metadata: [UInt8] = []
         var value: [UInt8] = []
         append(UInt16(clamping: status), to: &value)
         appendRecord(.status, value, to: &metadata)
         if let headers {
             appendRecord(.cacheHeaders, encodeCacheHeaders(headers), to: &metadata)
+        }
+        if let expectedSHA256, expectedSHA256.utf8.count <= expectedSHA256Limit {
+            appendRecord(.expectedSHA256, Array(expectedSHA256.utf8), to: &metadata)
         }
         return seal(version: missingVersion, key: key, metadata: metadata, payload: [])
     }
@@ -182,7 +194,7 @@ enum DiskEntry {
         decodeEntry(bytes, key: key).flatMap { content in
             switch content {
             case let .image(image): .success(image)
-            case let .missing(status, _): .failure(.notAnImage(status: status))
+            case let .missing(status, _, _): .failure(.notAnImage(status: status))
             }
         }
     }
@@ -246,6 +258,7 @@ enum DiskEntry {
         var pixelSize: Image.PixelSize?
         var cacheHeaders: CacheHeaders?
         var originalSHA256: String?
+        var expectedSHA256: String?
         while offset < end {
             guard end - offset >= 6 else { return .failure(.badMetadata("a record header is cut off")) }
             let tag = read(UInt16.self, bytes, at: offset)
@@ -285,7 +298,13 @@ enum DiskEntry {
                 let value = Int(read(UInt16.self, bytes, at: valueStart))
                 guard missingStatuses.contains(value) else { return .failure(.badMetadata("a known-missing entry of status \(value)")) }
                 status = value
-            case .status, nil:
+            case .expectedSHA256 where entryVersion >= missingVersion:
+                guard expectedSHA256 == nil else { return .failure(.badMetadata("two expected digests")) }
+                guard valueLength <= expectedSHA256Limit, let text = String(validating: bytes[valueStart..<valueEnd], as: UTF8.self) else {
+                    return .failure(.badMetadata("an expected digest that is not short UTF-8"))
+                }
+                expectedSHA256 = text
+            case .status, .expectedSHA256, nil:
                 break  // written by a later version: not ours to interpret
             }
             offset = valueEnd
@@ -294,7 +313,7 @@ enum DiskEntry {
             guard contentType == nil, pixelSize == nil, originalSHA256 == nil else {
                 return .failure(.badMetadata("a known-missing entry with an image's records"))
             }
-            return .success(.missing(status: status, cacheHeaders: cacheHeaders))
+            return .success(.missing(status: status, cacheHeaders: cacheHeaders, expectedSHA256: expectedSHA256))
         }
         guard entryVersion == version else { return .failure(.badMetadata("a version \(entryVersion) entry without a status")) }
         guard let contentType else { return .failure(.badMetadata("no content type")) }

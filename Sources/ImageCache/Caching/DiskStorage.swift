@@ -26,7 +26,7 @@ import Glibc
 ///   is a regular file of at most ``entrySizeLimit`` bytes before allocating anything: a
 ///   symbolic link, a FIFO or a huge file is a damaged entry, never followed, waited on or read.
 /// - Besides images, an entry may remember that the origin does not have a resource (a 404 or
-///   410 with a lifetime, RFC 9111 allows storing it): see ``Entry/missing(status:cacheHeaders:)``.
+///   410 with a lifetime, RFC 9111 allows storing it): see ``Entry/missing(status:cacheHeaders:expectedSHA256:)``.
 ///
 /// Thread-safe: the index sits behind a `Mutex`; file I/O runs on the calling thread, outside
 /// the lock. Call it from a task, not while holding an actor you need to stay responsive.
@@ -54,9 +54,10 @@ public final class DiskStorage: Sendable {
     public enum Entry: Sendable, Equatable {
         /// An image.
         case image(Image)
-        /// The origin answered `status` (404 or 410) with `cacheHeaders`: the resource is known to
-        /// be missing while the headers say that answer is fresh.
-        case missing(status: Int, cacheHeaders: CacheHeaders?)
+        /// The origin answered `status` (404 or 410) with `cacheHeaders` to a request that
+        /// expected `expectedSHA256` (``ImageRequest/expectedSHA256``): the resource is known to
+        /// be missing while the headers say that answer is fresh, for a request expecting the same.
+        case missing(status: Int, cacheHeaders: CacheHeaders?, expectedSHA256: String?)
     }
 
     /// The default ``entrySizeLimit``: 64 MiB, above ``HTTPImageFetcher``'s 50 MB body limit
@@ -104,13 +105,16 @@ public final class DiskStorage: Sendable {
     }
 
     /// Remembers that the origin answered `status` (404 or 410) for `key`, with `cacheHeaders`
-    /// (whose lifetime says for how long), replacing any entry of the key.
+    /// (whose lifetime says for how long), to a request that expected `expectedSHA256`, replacing
+    /// any entry of the key.
     /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)``; nothing is half-written.
-    public func writeMissing(status: Int, cacheHeaders: CacheHeaders?, forKey key: String) throws(ImagePipeline.Error) {
+    public func writeMissing(
+        status: Int, cacheHeaders: CacheHeaders?, expectedSHA256: String? = nil, forKey key: String
+    ) throws(ImagePipeline.Error) {
         guard DiskEntry.missingStatuses.contains(status) else {
             throw .diskFailure(path: directory.path, reason: "a known-missing entry is for 404 or 410, not \(status)")
         }
-        try write(DiskEntry.encodeMissing(status: status, cacheHeaders: cacheHeaders, key: key), forKey: key)
+        try write(DiskEntry.encodeMissing(status: status, cacheHeaders: cacheHeaders, expectedSHA256: expectedSHA256, key: key), forKey: key)
     }
 
     /// Writes an entry's bytes: a private temporary file (0600), renamed into place.
@@ -179,7 +183,7 @@ public final class DiskStorage: Sendable {
             }
             switch content {
             case let .image(image): return .image(image)
-            case let .missing(status, headers): return .missing(status: status, cacheHeaders: headers)
+            case let .missing(status, headers, expected): return .missing(status: status, cacheHeaders: headers, expectedSHA256: expected)
             }
         case let .failure(.outdatedVersion(version)):
             // Not damage: an entry of an older build. Dropped, and fetched again as a miss.

@@ -127,7 +127,8 @@ extension ImagePipeline {
         switch found {
         case nil: return .miss
         case let .image(image): entry = image
-        case let .missing(status, headers): return missingLookup(status: status, headers: headers, for: request)
+        case let .missing(status, headers, expected):
+            return missingLookup(status: status, headers: headers, expectedSHA256: expected, for: request)
         }
         if request.processor == nil, let named = entry.originalSHA256 ?? request.expectedSHA256 {
             // An original's bytes are checked against the digest stored with them (or, stored
@@ -150,10 +151,14 @@ extension ImagePipeline {
         }
     }
 
-    /// Whether a known-missing entry answers `request`: offline, or a policy that prefers the
-    /// cache, always (as a stale image would be); by the protocol's rules, while its headers say
-    /// the 404 is fresh; never for a reload or a request that retries failures.
-    func missingLookup(status: Int, headers: CacheHeaders?, for request: ImageRequest) -> DiskLookup {
+    /// Whether a known-missing entry answers `request`: never when the request expects other bytes
+    /// than the one that found the resource missing (`expectedSHA256`: a later edition of the feed
+    /// lists the image again); offline, or a policy that prefers the cache, always (as a stale
+    /// image would be); by the protocol's rules, while its headers say the 404 is fresh, for
+    /// ``knownMissingLifetimeCap`` at most; never for a reload or a request that retries failures.
+    func missingLookup(status: Int, headers: CacheHeaders?, expectedSHA256: String?, for request: ImageRequest) -> DiskLookup {
+        // An answer nobody signed, about bytes the feed may have named since: not for them.
+        guard expectedSHA256 == request.expectedSHA256 else { return .miss }
         switch request.cachePolicy {
         case .returnCacheDataDontLoad:
             return .missing(status: status)
@@ -162,20 +167,28 @@ extension ImagePipeline {
         case .reloadIgnoringCacheData, .reloadRevalidatingCacheData:
             return .missingStale(status: status)
         case .useProtocolCachePolicy:
-            guard !request.retryingFailures, let headers, headers.freshness(at: now()).state == .fresh else {
+            guard !request.retryingFailures, let freshness = headers?.freshness(at: now()), freshness.state == .fresh,
+                  freshness.age < Self.knownMissingLifetimeCap
+            else {
                 return .missingStale(status: status)
             }
             return .missing(status: status)
         }
     }
 
-    /// Stage 6 for a 404 or 410 with a lifetime: remembered on disk as a known-missing entry,
-    /// within the disk-write limit, on the I/O threads.
-    func storeMissing(status: Int, headers: CacheHeaders, forKey key: String, flight id: FlightID) async {
+    /// The longest a stored 404 or 410 is believed without asking the origin again, whatever its
+    /// headers say (one day): an answer nobody signed, that a moment on the network path or a
+    /// cache in front could otherwise make last for decades.
+    static let knownMissingLifetimeCap: TimeInterval = 86_400
+
+    /// Stage 6 for a 404 or 410 with a lifetime: remembered on disk as a known-missing entry for
+    /// requests that expect what `request` expects, within the disk-write limit, on the I/O threads.
+    func storeMissing(status: Int, headers: CacheHeaders, for request: ImageRequest, flight id: FlightID) async {
         guard let disk = readyDisk else { return }
+        let (key, expected) = (request.cacheKey, request.expectedSHA256)
         let write: @Sendable () -> Void = {
             do {
-                try disk.writeMissing(status: status, cacheHeaders: headers, forKey: key)
+                try disk.writeMissing(status: status, cacheHeaders: headers, expectedSHA256: expected, forKey: key)
             } catch {
                 self.counters.diskFailures.increment()
                 self.logger.error("\(error)")

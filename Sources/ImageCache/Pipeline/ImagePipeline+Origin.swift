@@ -54,7 +54,7 @@ extension ImagePipeline {
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
             // 6. Remembered on disk for the answer's lifetime (RFC 9111 allows storing a 404).
             if !headers.cacheControl.noStore {
-                await storeMissing(status: status, headers: headers, forKey: request.cacheKey, flight: id)
+                await storeMissing(status: status, headers: headers, for: request, flight: id)
             }
             throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
         case var .notModified(headers):
