@@ -67,15 +67,15 @@ func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 
 
 /// A real app server on 127.0.0.1:0 (fast lane on unless `fastLane` is false, text compressed as
 /// the app does) against a real gallery, after verification finished, with `allowedHosts`
-/// (`--allowed-host`).
+/// (`--allowed-host`), and whatever else `configure` sets.
 func withVerifiedApp(
-    allowedHosts: [String] = [], fastLane: Bool = true,
+    allowedHosts: [String] = [], fastLane: Bool = true, configure: (inout AppConfiguration) -> Void = { _ in },
     _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
 ) async throws {
     try await withGallery { galleryURL, database in
         try await withVerifiedApp(
             galleryURL: galleryURL, database: database, trust: testGalleryTrust, allowedHosts: allowedHosts,
-            fastLane: fastLane, body
+            fastLane: fastLane, configure: configure, body
         )
     }
 }
@@ -84,9 +84,11 @@ func withVerifiedApp(
 /// verification finished.
 func withVerifiedApp(
     galleryURL: URL, database: ImageDatabase, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
+    configure: (inout AppConfiguration) -> Void = { _ in },
     _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
 ) async throws {
-    let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
+    var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
+    configure(&configuration)
     let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8, trust: trust)
     let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
     await model.loadAndVerify()

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import EmojiArtApp
+@testable import EmojiArtApp
 import Foundation
 import GalleryServer
 import Hummingbird
@@ -224,6 +224,36 @@ import GalleryFeed
                 #expect(text.contains("event: phase"))
                 #expect(text.contains("event: stats"))
             }
+        }
+    }
+
+    /// A client cannot hold every connection with streams it never reads: past the limit, an
+    /// `/events` request is answered 503 with `Retry-After`; a stream whose client went away is
+    /// found at its next heartbeat and gives its place back.
+    @Test func eventStreamsAreCappedAndALeftStreamGivesItsPlaceBack() async throws {
+        try await withVerifiedApp(configure: { $0.maxEventStreams = 2; $0.eventStreamHeartbeat = .milliseconds(50) }) { port, _, services in
+            let url = "http://127.0.0.1:\(port)/events"
+            @Sendable func follow() async throws {
+                let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(600))
+                for try await _ in response.body {}
+            }
+            let open = services.eventStreams.open
+            let first = Task { try await follow() }
+            let second = Task { try await follow() }
+            defer { (first.cancel(), second.cancel()) }
+            for await count in open.stream() where count == 2 { break }
+
+            let refused = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+            try #require(refused.status == .serviceUnavailable, "a third stream was opened")
+            #expect(refused.headers.first(name: "retry-after") == "30")
+            let body = String(buffer: try await refused.body.collect(upTo: 100_000))
+            #expect(body.contains("2 event streams are open"), "\(body)")
+            #expect(open.value == 2, "a refused request takes no place")
+
+            first.cancel()  // the client goes away: its connection closes
+            for await count in open.stream() where count == 1 { break }
+            let third = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(30))
+            #expect(third.status == .ok)
         }
     }
 }

@@ -63,6 +63,8 @@ public enum EmojiArtApp {
             prefetcher: ImagePrefetcher(database: database),
             backgroundEncoder: backgroundEncoder,
             statsBroadcast: StatsBroadcast(database: database, backgroundEncoder: backgroundEncoder),
+            eventStreams: EventStreamSlots(limit: configuration.maxEventStreams),
+            eventStreamHeartbeat: configuration.eventStreamHeartbeat,
             httpCache: configuration.httpCache,
             instanceName: configuration.instanceName,
             allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)

@@ -35,8 +35,16 @@ public struct AppConfiguration: Sendable {
     /// answer) before the app closes it; 75 s by default (longer than the 60 s that nginx and
     /// AsyncHTTPClient keep an idle connection for, so a client never sends on one just closed),
     /// `nil` never. A client that opens connections and sends nothing, or half a head, cannot hold
-    /// them (and the file descriptors) for ever. An answer being sent (an event stream) is never cut.
+    /// them (and the file descriptors) for ever. An answer being sent (an event stream) is not cut
+    /// while the client takes it.
     public var idleTimeout: TimeAmount? = .seconds(75)
+    /// The most `/events` streams open at once; one more is answered 503 with `Retry-After` (its
+    /// page works on, without live counters). Each stream holds a connection, three tasks and up
+    /// to 256 events waiting for a client that reads slowly: 256 by default, a page each.
+    public var maxEventStreams = 256
+    /// How often an `/events` stream that has nothing to say sends a comment line: a stream whose
+    /// client went away is found at the next write and its slot given back (15 s by default).
+    public var eventStreamHeartbeat: Duration = .seconds(15)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
     /// them (``ServedFormat/list(_:)`` checks a `--formats` list); it is added when missing.

@@ -27,6 +27,10 @@ struct AppServices: Sendable {
     let backgroundEncoder: BackgroundEncoder
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
+    /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.
+    let eventStreams: EventStreamSlots
+    /// How often a quiet `/events` stream sends a comment (``AppConfiguration/eventStreamHeartbeat``).
+    let eventStreamHeartbeat: Duration
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.

@@ -10,18 +10,32 @@ import ServiceLifecycle
 /// second, made once for every stream (``StatsBroadcast``).
 ///
 /// Each stream follows the model's and the database's live values; it ends when the client
-/// goes away or the server shuts down gracefully.
+/// goes away (found at the next write: a quiet stream writes a comment line every
+/// ``AppServices/eventStreamHeartbeat``) or the server shuts down gracefully. At most
+/// ``AppConfiguration/maxEventStreams`` are open at once (``EventStreamSlots``); one more is
+/// answered 503 with `Retry-After`: no client can hold every connection and the memory of
+/// streams it never reads.
 struct EventsController<Context: RequestContext>: Sendable {
     let services: AppServices
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
         routes.get("events") { _, _ in
-            Response(
+            guard let slot = services.eventStreams.take() else {
+                throw HTTPError(
+                    .serviceUnavailable, headers: [.retryAfter: "30"],
+                    message: "\(services.eventStreams.limit) event streams are open, the most this app serves at once: close a page, or try again later"
+                )
+            }
+            return Response(
                 status: .ok,
                 // Never buffered by a proxy in front (nginx honours X-Accel-Buffering).
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", HTTPField.Name("X-Accel-Buffering")!: "no"],
-                body: ResponseBody { writer in try await stream(to: &writer) }
+                // The slot goes back when the answer does: written, failed, or never begun.
+                body: ResponseBody { writer in
+                    defer { withExtendedLifetime(slot) {} }
+                    try await stream(to: &writer)
+                }
             )
         }
         return routes
@@ -47,6 +61,12 @@ struct EventsController<Context: RequestContext>: Sendable {
                     // most ten times a second.
                     for await event in broadcast.events() {
                         continuation.yield(event)
+                    }
+                }
+                group.addTask { [heartbeat = services.eventStreamHeartbeat] in
+                    // A comment line, which pages ignore: the write that finds a client gone.
+                    while (try? await Task.sleep(for: heartbeat)) != nil {
+                        continuation.yield(": still here\n\n")
                     }
                 }
                 try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
@@ -80,6 +100,38 @@ struct EventsController<Context: RequestContext>: Sendable {
             }
             text = PageController<BasicRequestContext>.text(of: phase)
         }
+    }
+}
+
+/// The `/events` streams open at once, at most ``limit``: a slot is taken before a stream's
+/// answer begins and given back when the answer is released (its stream ended, its write failed,
+/// or it was never written).
+final class EventStreamSlots: Sendable {
+    /// The most streams open at once.
+    let limit: Int
+    /// The streams open now, live.
+    let open = LiveValue(0)
+
+    init(limit: Int) {
+        self.limit = max(0, limit)
+    }
+
+    /// A slot for one stream, or `nil` when ``limit`` streams are open.
+    func take() -> Slot? {
+        var taken = false
+        open.update { count in
+            guard count < limit else { return }
+            count += 1
+            taken = true
+        }
+        return taken ? Slot(self) : nil
+    }
+
+    /// One stream's place: given back when released.
+    final class Slot: Sendable {
+        private let slots: EventStreamSlots
+        fileprivate init(_ slots: EventStreamSlots) { self.slots = slots }
+        deinit { slots.open.update { $0 -= 1 } }
     }
 }
 
