@@ -248,6 +248,7 @@ let package = Package(
             dependencies: [
                 "ImageCache", "CXXHash", "HTTPCaching", "TestSupport", "imagecache-crash-writer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -28,7 +28,8 @@ public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
     }
 
     /// Decodes an entry, refusing a price outside ``priceRange`` (NaN, infinite, negative or
-    /// absurd) with a `DecodingError` that names it: nothing downstream has to fear it.
+    /// absurd) and a checksum that is not `sha256:` and 64 hex digits, with a `DecodingError` that
+    /// names it: nothing downstream has to fear them (a checksum is compared, stored and logged).
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decode(String.self, forKey: .name)
@@ -40,6 +41,21 @@ public struct ImageFile: Codable, Sendable, Hashable, Identifiable {
                 forKey: .price, in: container,
                 debugDescription: "the price of \(url) is \(price), not an amount within 0...1000000 dollars"
             )
+        }
+        guard Self.isChecksum(checksum) else {
+            throw DecodingError.dataCorruptedError(
+                forKey: .checksum, in: container,
+                debugDescription: "the checksum of entry \(url.debugDescription.prefix(200)) is not sha256: and 64 hex digits"
+            )
+        }
+    }
+
+    /// Whether `text` is `sha256:` followed by 64 hex digits.
+    public static func isChecksum(_ text: String) -> Bool {
+        let utf8 = text.utf8
+        guard utf8.count == 71, utf8.starts(with: "sha256:".utf8) else { return false }
+        return utf8.dropFirst(7).allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) || (0x41...0x46).contains(byte)
         }
     }
 

@@ -1,12 +1,9 @@
 import ArgumentParser
-import EmojiArtApp
 import Foundation
 import Imaging
 
-/// An error whose message is printed, with exit status 1. Its message may carry a gallery's
-/// words (a feed's entry, a server's reason): control characters are shown, not obeyed
-/// (`TerminalText.printable`).
+/// An error whose message is printed as it is, with exit status 1.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
-    init(_ message: String) { description = TerminalText.printable(message, keepingNewlines: true) }
+    init(_ message: String) { description = message }
 }

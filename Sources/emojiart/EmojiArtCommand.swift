@@ -1,6 +1,8 @@
 import ArgumentParser
+import EmojiArtApp
 import Foundation
 import Imaging
+import Logging
 
 /// `emojiart`: the gallery server, the web app, terminal sync and image tools in one executable.
 @main
@@ -18,12 +20,31 @@ struct EmojiArtCommand: AsyncParsableCommand {
         )
     }
 
-    /// Starts libvips before any other thread runs, then the command. libvips' start-up sets
+    /// Starts libvips before any other thread runs, sends the logs to standard error with control
+    /// characters shown, not obeyed (``PrintableLogHandler``), then runs the command; its error,
+    /// if any, is printed the same way. libvips' start-up sets
     /// environment variables (`g_setenv`), which must not race with threads reading the
     /// environment; a failure to start is reported by the first command that needs libvips.
     static func main() async {
         _ = try? Imaging.start()
-        await main(nil)
+        LoggingSystem.bootstrap(PrintableLogHandler.init)
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            // As ArgumentParser's `exit(withError:)`, but a message may carry words from outside
+            // (a path, a gallery's entry, a server's reason): shown, never obeyed by the terminal.
+            let code = exitCode(for: error)
+            let message = TerminalText.printable(fullMessage(for: error), keepingNewlines: true)
+            if !message.isEmpty {
+                (code == .success ? FileHandle.standardOutput : FileHandle.standardError).write(Data((message + "\n").utf8))
+            }
+            Foundation.exit(code.rawValue)
+        }
     }
 }
 

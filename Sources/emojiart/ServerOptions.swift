@@ -17,7 +17,7 @@ struct ServerOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Answer images already in memory on the event loop, byte for byte as the routes would (on by default; --no-fast-lane sends every request through the router, to compare). The gallery never uses it while faults or --hold-images are on.")
     var fastLane = true
 
-    @Option(help: ArgumentHelp("Close a connection that stays quiet this long: no complete request head, or no request after the last answer (an event stream being sent is never cut). Keep it above the idle time of the clients' connection pools (nginx's and AsyncHTTPClient's are 60 s).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Close a connection that stays quiet this long: no complete request head, or no request after the last answer, or, with the fast lane, taking none of an answer's bytes (an event stream is not cut while its client takes it). Keep it above the idle time of the clients' connection pools (nginx's and AsyncHTTPClient's are 60 s).", valueName: "seconds"))
     var idleTimeout = 75
 
     /// ``idleTimeout`` as NIO takes it.

@@ -215,6 +215,11 @@ import TestSupport
         let missing = try await run(["thumbnail", directory.url.appendingPathComponent("nope.png").path, "-o", output.path])
         #expect(missing.status != 0 && missing.output.contains("cannot read"))
 
+        // A failure's message shows control characters, never sends them to the terminal.
+        let escaping = try await run(["thumbnail", directory.url.appendingPathComponent("\u{1B}]0;owned\u{07}.png").path, "-o", output.path])
+        #expect(escaping.status != 0 && escaping.output.contains("\u{FFFD}]0;owned\u{FFFD}.png"), "\(escaping.output)")
+        #expect(!escaping.output.contains("\u{1B}") && !escaping.output.contains("\u{07}"))
+
         let badSize = try await run(["thumbnail", art.path, "-o", output.path, "--size", "0"])
         #expect(badSize.status != 0 && badSize.output.contains("--size"))
     }

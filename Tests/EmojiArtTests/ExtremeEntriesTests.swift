@@ -207,7 +207,7 @@ enum ExtremeEntries {
     /// Out-of-range prices are a decoding error that names the price, never a value to trap on.
     @Test func aFeedPriceOutsideTheRangeIsAClearDecodingError() {
         for price in ["1e300", "-1", "1000000.01"] {
-            let json = #"[{"name":"n","url":"/gallery/image?1","price":\#(price),"checksum":"sha256:00"}]"#
+            let json = #"[{"name":"n","url":"/gallery/image?1","price":\#(price),"checksum":"sha256:\#(String(repeating: "0", count: 64))"}]"#
             #expect {
                 try JSONDecoder().decode([ImageFile].self, from: Data(json.utf8))
             } throws: { error in
@@ -216,5 +216,23 @@ enum ExtremeEntries {
         }
         #expect(ImageFile(name: "n", url: "u", price: .nan, checksum: "c").formattedPrice == "$0.00")
         #expect(ImageFile(name: "n", url: "u", price: 1e300, checksum: "c").formattedPrice == "$1,000,000.00")
+    }
+
+    /// A checksum is compared, stored with a known-missing entry and written to logs: one that is
+    /// not `sha256:` and 64 hex digits (escape sequences, a megabyte of text) does not decode.
+    @Test func aFeedChecksumThatIsNotADigestIsAClearDecodingError() throws {
+        let digest = String(repeating: "ab", count: 32)
+        for checksum in ["sha256:00", "", "sha256:" + digest + "0", "md5:" + digest, "sha256:" + String(repeating: "g", count: 64),
+                         "sha256:\u{1B}]0;owned\u{07}" + String(repeating: "a", count: 52)] {
+            let json = try String(decoding: JSONEncoder().encode(["checksum": checksum]), as: UTF8.self)
+                .replacingOccurrences(of: "{", with: #"[{"name":"n","url":"/gallery/image?1","price":5,"#) + "]"
+            #expect {
+                try JSONDecoder().decode([ImageFile].self, from: Data(json.utf8))
+            } throws: { error in
+                "\(error)".contains("/gallery/image?1") && "\(error)".contains("is not sha256: and 64 hex digits")
+            }
+        }
+        let good = #"[{"name":"n","url":"/gallery/image?1","price":5,"checksum":"sha256:\#(digest.uppercased())"}]"#
+        #expect(try JSONDecoder().decode([ImageFile].self, from: Data(good.utf8)).count == 1)
     }
 }

@@ -230,7 +230,7 @@ import GalleryFeed
     /// A client cannot hold every connection with streams it never reads: past the limit, an
     /// `/events` request is answered 503 with `Retry-After`; a stream whose client went away is
     /// found at its next heartbeat and gives its place back.
-    @Test func eventStreamsAreCappedAndALeftStreamGivesItsPlaceBack() async throws {
+    @Test(.timeLimit(.minutes(3))) func eventStreamsAreCappedAndALeftStreamGivesItsPlaceBack() async throws {
         try await withVerifiedApp(configure: { $0.maxEventStreams = 2; $0.eventStreamHeartbeat = .milliseconds(50) }) { port, _, services in
             let url = "http://127.0.0.1:\(port)/events"
             @Sendable func follow() async throws {
@@ -240,7 +240,10 @@ import GalleryFeed
             let open = services.eventStreams.open
             let first = Task { try await follow() }
             let second = Task { try await follow() }
-            defer { (first.cancel(), second.cancel()) }
+            defer {
+                first.cancel()
+                second.cancel()
+            }
             for await count in open.stream() where count == 2 { break }
 
             let refused = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(30))

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCache
+import InMemoryLogging
 import Logging
 import Testing
 import TestSupport
@@ -192,9 +193,11 @@ import TestSupport
         origin.set("art", .image(payload(1)))
         origin.set("forged", .image(payload(2)))
         try await origin.run { (base) async throws in
-            let recorder = LogRecorder()
+            var recorder = InMemoryLogHandler()
+            recorder.logLevel = .trace
             let database = ImageDatabase(
-                configuration: .init(directory: directory.url, synchronizesWrites: false), clock: clock, logger: recorder.logger()
+                configuration: .init(directory: directory.url, synchronizesWrites: false), clock: clock,
+                logger: Logger(label: "test") { [recorder] _ in recorder }
             )
             // An undecodable image: a warning, once, however often it is asked for while remembered.
             let undecodable = ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor())
@@ -207,12 +210,13 @@ import TestSupport
             let gone = ImageRequest(url: base.appendingPathComponent("images/gone"))
             await #expect(throws: ImageLoader.Error.self) { try await database.image(gone) }
 
-            let failures = recorder.logged.filter { $0.message.hasPrefix("loading failed") }
+            let failures = recorder.entries.filter { "\($0.message)".hasPrefix("loading failed") }
             #expect(failures.map(\.level) == [.warning, .warning, .debug])
-            #expect(failures.map { $0.metadata["key"] } == [undecodable.cacheKey, forged.cacheKey, gone.cacheKey])
-            #expect(failures[0].message.contains("failing"), "names the processor: \(failures[0].message)")
-            #expect(failures[1].message.contains("is not the one the feed lists"), "\(failures[1].message)")
-            #expect(failures[2].message.contains("404"))
+            #expect(failures.map { $0.metadata["key"].map { "\($0)" } } == [undecodable.cacheKey, forged.cacheKey, gone.cacheKey])
+            let messages = failures.map { "\($0.message)" }
+            #expect(messages[0].contains("failing"), "names the processor: \(messages[0])")
+            #expect(messages[1].contains("is not the one the feed lists"), "\(messages[1])")
+            #expect(messages[2].contains("404"))
             #expect(database.stats().failures == 3)
         }
     }

@@ -42,8 +42,8 @@ public struct AppConfiguration: Sendable {
     /// page works on, without live counters). Each stream holds a connection, three tasks and up
     /// to 256 events waiting for a client that reads slowly: 256 by default, a page each.
     public var maxEventStreams = 256
-    /// How often an `/events` stream that has nothing to say sends a comment line: a stream whose
-    /// client went away is found at the next write and its slot given back (15 s by default).
+    /// How often each `/events` stream sends a comment line: a stream whose client went away is
+    /// found at the next write and its slot given back (15 s by default).
     public var eventStreamHeartbeat: Duration = .seconds(15)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among

@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// second, made once for every stream (``StatsBroadcast``).
 ///
 /// Each stream follows the model's and the database's live values; it ends when the client
-/// goes away (found at the next write: a quiet stream writes a comment line every
+/// goes away (found at the next write: each stream writes a comment line every
 /// ``AppServices/eventStreamHeartbeat``) or the server shuts down gracefully. At most
 /// ``AppConfiguration/maxEventStreams`` are open at once (``EventStreamSlots``); one more is
 /// answered 503 with `Retry-After`: no client can hold every connection and the memory of
