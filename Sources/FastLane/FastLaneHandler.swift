@@ -27,6 +27,9 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Every decision: this handler only carries out what it says.
     private var machine: FastLaneStateMachine
     private var idleCheck: Scheduled<Void>?
+    /// Bytes of answers' bodies and of the lane's answers sent on to the encoder so far: less
+    /// those still waiting, what the client took (Hummingbird's heads, encoded after, are not counted).
+    private var sentBytes = 0
     /// Where a request passed on after asking the lane leaves its handoff for its route.
     private let handoffs: Handoffs?
 
@@ -103,11 +106,12 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 wire.write(NIOAny(IOData.byteBuffer(WireHead.bodiless(head, connect: connect))), promise: promise)
                 return
             }
-        case .body:
+        case let .body(body):
             if machine.answerBody() == .fail {
                 promise?.fail(NIOHTTPResponseEncoderError.responseBodyNotAllowed)
                 return
             }
+            sentBytes &+= body.readableBytes
         case .end:
             let (action, check) = machine.answerEnd(now: context.eventLoop.now)
             scheduleIdleCheck(check, context)
@@ -136,9 +140,12 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func write(_ answer: FastLane.Answer, head isHead: Bool, wire: ChannelHandlerContext) {
         let body = answer.body
         let head = answer.head
-        wire.write(NIOAny(IOData.byteBuffer(head.bytes(date: lane.date.value, serverName: lane.serverName, bodyLength: body.readableBytes))), promise: nil)
+        let headBytes = head.bytes(date: lane.date.value, serverName: lane.serverName, bodyLength: body.readableBytes)
+        wire.write(NIOAny(IOData.byteBuffer(headBytes)), promise: nil)
+        sentBytes &+= headBytes.readableBytes
         if !isHead, head.mayHaveBody, body.readableBytes > 0 {
             wire.write(NIOAny(IOData.byteBuffer(body)), promise: nil)
+            sentBytes &+= body.readableBytes
         }
         lane.answers.count.add(1, ordering: .relaxed)
     }
@@ -152,7 +159,7 @@ extension FastLaneHandler {
         idleCheck = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             idleCheck = nil
             let waiting = (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-            switch machine.idleCheckFired(now: context.eventLoop.now, waitingBytes: waiting) {
+            switch machine.idleCheckFired(now: context.eventLoop.now, waitingBytes: waiting, takenBytes: sentBytes &- waiting) {
             case .none: break
             case .close: context.close(promise: nil)
             case let .check(at): scheduleIdleCheck(at, context)

@@ -106,9 +106,10 @@ struct FastLaneStateMachine {
     /// Whether a part was passed on since the last read-complete that was.
     private(set) var passedSinceReadComplete = false
     private(set) var lastActivity = NIODeadline.uptimeNanoseconds(0)
-    /// The bytes still to send when an idle check last found the time-out passed with answers
-    /// going out; `nil` after any other activity.
+    /// The bytes still to send, and the bytes taken, when an idle check last found the time-out
+    /// passed with answers going out; `nil` after any other activity.
     private(set) var waitingAtLastCheck: Int?
+    private(set) var takenAtLastCheck: Int?
     private(set) var isRequestBeingRead = false
     /// Whether an idle check is scheduled.
     private(set) var isIdleCheckScheduled = false
@@ -217,12 +218,13 @@ struct FastLaneStateMachine {
     /// it is left open (the answer starts the wait again). Unlike Hummingbird's, what the client
     /// takes counts: `waitingBytes` is what the channel still holds to send (NIO's
     /// `bufferedWritableBytes`), and fewer of them than at the last such check (or the first check
-    /// to see any) is activity, as is the channel becoming writable again
-    /// (``outputDrained(now:)``). So a client on a slow network taking a large answer for longer
+    /// to see any) is activity, as are more `takenBytes` (the answers' bytes sent on, less those
+    /// waiting: the client took some although more were written since) and the channel becoming
+    /// writable again (``outputDrained(now:)``). So a client on a slow network taking a large answer for longer
     /// than the time-out is not cut off, and one that takes nothing is closed one time-out later,
     /// owed answers or not: a client that pipelines requests and reads none of their answers
     /// does not hold its connection (and the answers' bytes) for ever.
-    mutating func idleCheckFired(now: NIODeadline, waitingBytes: Int = 0) -> IdleAction {
+    mutating func idleCheckFired(now: NIODeadline, waitingBytes: Int = 0, takenBytes: Int = 0) -> IdleAction {
         isIdleCheckScheduled = false
         guard let idleTimeout else { return .none }
         if now >= lastActivity + idleTimeout {
@@ -230,8 +232,10 @@ struct FastLaneStateMachine {
                 // An answer is being made, none is going out: left open, and checked again.
                 noteActivity(now)
             } else {
-                guard waitingBytes > 0, waitingBytes < (waitingAtLastCheck ?? .max) else { return .close }
-                waitingAtLastCheck = waitingBytes
+                guard waitingBytes > 0,
+                      waitingBytes < (waitingAtLastCheck ?? .max) || takenBytes > (takenAtLastCheck ?? .min)
+                else { return .close }
+                (waitingAtLastCheck, takenAtLastCheck) = (waitingBytes, takenBytes)
                 lastActivity = now
             }
         }
@@ -254,7 +258,7 @@ struct FastLaneStateMachine {
     private mutating func noteActivity(_ now: NIODeadline) {
         guard idleTimeout != nil else { return }
         lastActivity = now
-        waitingAtLastCheck = nil
+        (waitingAtLastCheck, takenAtLastCheck) = (nil, nil)
     }
 
     private mutating func scheduleIdleCheck() -> NIODeadline? {

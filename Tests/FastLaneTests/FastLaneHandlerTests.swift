@@ -288,6 +288,24 @@ import Testing
         #expect(!channel.isActive, "a time-out later the client had taken none of them")
     }
 
+    /// The client took the first part of an answer (flushed here), and more waits than before:
+    /// the bytes sent on less those waiting grew, which is activity; then nothing more is taken.
+    @Test func bytesTakenPutTheCloseOffThoughMoreWait() throws {
+        let (channel, _) = try channel(idleTimeout: .seconds(1))
+        defer { _ = try? channel.finish() }
+        try read(["/miss"], into: channel)
+        channel.write(HTTPServerResponsePart.head(HTTPResponseHead(version: .http1_1, status: .ok)), promise: nil)
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 100_000))), promise: nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(channel.isActive, "seen for the first time")
+        channel.flush()
+        channel.write(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(repeating: 0, count: 150_000))), promise: nil)
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(channel.isActive, "150,000 bytes wait, more than 100,000, but the 100,000 were taken")
+        channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(!channel.isActive, "then none")
+    }
+
     @Test func theChannelBecomingWritableAgainPutsTheCloseOff() throws {
         let (channel, _) = try channel(idleTimeout: .seconds(1))
         defer { _ = try? channel.finish() }

@@ -168,6 +168,19 @@ import TestSupport
         #expect(machine.passedOn == 2)
     }
 
+    /// An event stream to a client reading a little slower than events come: more bytes wait at each
+    /// check, but the client took some since the last (the bytes sent on, less those waiting, grew).
+    @Test func bytesTakenWhileMoreWaitAreActivity() {
+        var machine = machine(idleTimeout: .seconds(1))
+        _ = machine.connectionActive(now: Self.t0)
+        _ = machine.headReceived(Self.get, isWritable: true, now: Self.t0)
+        _ = machine.laneDeclined(Self.get)
+        _ = machine.endReceived(now: Self.t0)
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1), waitingBytes: 20_000, takenBytes: 10_000) == .check(at: Self.t0 + .seconds(2)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 30_000, takenBytes: 15_000) == .check(at: Self.t0 + .seconds(3)))
+        #expect(machine.idleCheckFired(now: Self.t0 + .seconds(3), waitingBytes: 40_000, takenBytes: 15_000) == .close, "took nothing since")
+    }
+
     /// Hummingbird refills the channel whenever it drains below its low mark: more bytes may wait
     /// at a check than at the last one although the client took some. The channel becoming
     /// writable again says so.
