@@ -94,6 +94,25 @@ import TestSupport
         }
     }
 
+    /// In one process too: a 404 remembered in memory (five minutes) does not answer a request
+    /// that expects other bytes; one that expects the same bytes, or none, it answers.
+    @Test func a404RememberedInMemoryAnswersOnlyTheBytesItWasAskedFor() async throws {
+        let origin = TestOrigin()
+        origin.set("later", .status(404))
+        try await origin.run { (base) async throws in
+            let database = database()
+            let url = base.appendingPathComponent("images/later")
+            let old = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest([7]))
+            await #expect(performing: { try await database.image(old) }, throws: isStatus(404))
+            await #expect(performing: { try await database.image(old) }, throws: isStatus(404))
+            #expect(origin.requests("later") == 1, "remembered for the same bytes")
+            origin.set("later", .image([5, 6]))
+            let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest([5, 6]))
+            #expect(try await database.image(new).data == [5, 6])
+            #expect(origin.requests("later") == 2)
+        }
+    }
+
     /// Without a lifetime the 404 is not stored (today's five-minute memory in one process still
     /// applies): a restart asks again, and offline it is not cached.
     @Test func a404WithoutALifetimeIsNotStored() async throws {

@@ -140,7 +140,7 @@ public actor ImageLoader {
         }
         if let work { return .inProgress(work) }
         if let image = memory.peek(key) { return .completed(image) }
-        if let failure { return .failed(failure.failure, until: failure.until) }
+        if let failure { return .failed(failure.failure.error, until: failure.until) }
         return nil
     }
 

@@ -65,8 +65,16 @@ public final class ImagePipeline: Sendable {
         typealias SlotWaiter = CheckedContinuation<Void, any Swift.Error>
         typealias Work = Task<Image, any Swift.Error>
         typealias Deadline = Task<Void, Never>
-        typealias Failure = ImagePipeline.Error
+        typealias Failure = RememberedFailure
         typealias Instant = AnyClock<Duration>.Instant
+    }
+
+    /// A failure remembered with the SHA-256 the request that met it expected (the feed's
+    /// checksum then): a failure about the bytes (a mismatch, a 404, an undecodable image) does
+    /// not answer a request that expects other bytes (a later edition of the feed).
+    struct RememberedFailure: Swift.Error, Equatable, Sendable {
+        let error: ImagePipeline.Error
+        let expectedSHA256: String?
     }
 
     typealias Machine = PipelineStateMachine<Handles>
@@ -257,9 +265,9 @@ public final class ImagePipeline: Sendable {
             //    new flight's leader looks again.
             let step = bookkeeping.withLock { machine in
                 let now = clock.now
-                // A checksum mismatch remembered for another expected digest (the feed has listed
+                // A failure about bytes remembered for another expected digest (the feed has listed
                 // a new edition of the image since) is not this request's answer: it loads again.
-                let anotherEdition = Self.isForAnotherChecksum(machine.failure(flightKey, now: now)?.failure, request)
+                let anotherEdition = Self.isForAnotherEdition(machine.failure(flightKey, now: now)?.failure, request)
                 return machine.begin(
                     flightKey, asker: caller.asker, wantsMemory: caller.wantsMemory, now: now, retrying: retrying || anotherEdition
                 )
@@ -267,8 +275,8 @@ public final class ImagePipeline: Sendable {
             retrying = false  // a failure recorded from now on is this request's own answer
             let result: Image?
             switch step {
-            case let .fail(error):
-                throw error
+            case let .fail(remembered):
+                throw remembered.error
             case let .join(id, member):
                 changed()  // the flight's priority may have risen
                 result = try await wait(flight: id, member: member, joining: caller.countsHits)
@@ -449,7 +457,7 @@ public final class ImagePipeline: Sendable {
         _ request: ImageRequest, flight id: FlightID, with result: Result<Image, any Swift.Error>,
         keepingInMemory: Bool = true, leaderWantsMemory: Bool = false
     ) {
-        var remembered: (ImagePipeline.Error, until: AnyClock<Duration>.Instant)?
+        var remembered: (RememberedFailure, until: AnyClock<Duration>.Instant)?
         switch result {
         case let .success(image):
             // Before the flight ends, so a caller who finds no flight finds the image.
@@ -461,12 +469,12 @@ public final class ImagePipeline: Sendable {
             break  // an answer of this request's policy or of the load now, not of the origin: not remembered
         case let .failure(error as ImagePipeline.Error):
             let expiry = error.isTransient ? configuration.transientFailureExpiry : configuration.permanentFailureExpiry
-            remembered = (error, clock.now.advanced(by: expiry))
+            remembered = (RememberedFailure(error: error, expectedSHA256: request.expectedSHA256), clock.now.advanced(by: expiry))
         case .failure:
             break  // cancellation, or an error of a custom fetcher: not remembered
         }
         guard let waiters = bookkeeping.withLock({ $0.finish(id, remembering: remembered) }) else { return }
-        if let (error, _) = remembered {
+        if let error = remembered?.0.error {
             counters.failures.increment()
             // Once per failed flight, however many waited for it: the waiters get the error, the
             // operator the reason (a forged or undecodable image otherwise shows only to its caller).
@@ -490,11 +498,12 @@ public final class ImagePipeline: Sendable {
         }
     }
 
-    /// Whether `failure` is a checksum mismatch remembered for a request that expected other
-    /// bytes than `request` does.
-    static func isForAnotherChecksum(_ failure: ImagePipeline.Error?, _ request: ImageRequest) -> Bool {
-        guard case let .checksumMismatch(expected, _, _)? = failure else { return false }
-        return expected != request.expectedSHA256
+    /// Whether `failure` is about the bytes (not transient: a mismatch, a 404 or 410, an
+    /// undecodable image) and was remembered for a request that expected other bytes than
+    /// `request` does.
+    static func isForAnotherEdition(_ failure: RememberedFailure?, _ request: ImageRequest) -> Bool {
+        guard let failure, !failure.error.isTransient else { return false }
+        return failure.expectedSHA256 != request.expectedSHA256
     }
 
     /// Waits for flight `id` as its `member`. Cancelling the calling task returns at once with
