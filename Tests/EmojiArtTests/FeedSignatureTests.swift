@@ -62,11 +62,7 @@ import TestSupport
                     let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
                     let stored = try #require(await database.cachedImage(forKey: storedKey))
                     proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
-                    let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
-                    guard case let .invalidFeed(_, reason)? = error else {
-                        Issue.record("expected invalidFeed, got \(String(describing: error))")
-                        return
-                    }
+                    guard let reason = await invalidFeedReason(loading: model) else { return }
                     #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
                     #expect(await model.imageFeed == listed, "the catalog in use stays")
                     #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
@@ -86,15 +82,14 @@ import TestSupport
             try await proxy.run { proxyURL in
                 let model = makeModel(proxyURL, database)
                 let listed = try await model.loadImages()
+                let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
+                let stored = try #require(await database.cachedImage(forKey: storedKey))
                 let limit = EmojiArtModel.maxFeedEntries
                 proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
-                let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
-                guard case let .invalidFeed(_, reason)? = error else {
-                    Issue.record("expected invalidFeed, got \(String(describing: error))")
-                    return
-                }
+                guard let reason = await invalidFeedReason(loading: model) else { return }
                 #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
                 #expect(await model.imageFeed == listed, "the catalog in use stays")
+                #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
                 proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
                 #expect(try await model.loadImages().count == limit)
             }
@@ -298,5 +293,15 @@ import TestSupport
 
         try Data("not a key\n".utf8).write(to: path)
         #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.readOrCreate(path) }
+    }
+
+    /// Loads `model`'s feed again, which must be refused as invalid: the reason it gives.
+    func invalidFeedReason(loading model: EmojiArtModel, sourceLocation: SourceLocation = #_sourceLocation) async -> String? {
+        let error = await #expect(throws: EmojiArtModel.Error.self, sourceLocation: sourceLocation) { try await model.loadImages() }
+        guard case let .invalidFeed(_, reason)? = error else {
+            Issue.record("expected invalidFeed, got \(String(describing: error))", sourceLocation: sourceLocation)
+            return nil
+        }
+        return reason
     }
 }

@@ -64,6 +64,7 @@ import TestSupport
         // As an attacker on the path for one moment would answer: missing for 63 years.
         origin.set("hidden", .statusWithCacheControl(404, "public, max-age=2000000000"))
         origin.set("held", .statusWithCacheControl(404, "public, max-age=2000000000"))
+        origin.set("long", .statusWithCacheControl(404, "public, max-age=2000000000"))
         try await origin.run { (base) async throws in
             let hidden = base.appendingPathComponent("images/hidden")
             let old = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([9, 9, 9]))
@@ -91,6 +92,13 @@ import TestSupport
             clock.advance(by: 1)
             await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
             #expect(origin.requests("held") == 2)
+
+            // An expectation too long to keep is not stored as none: no entry, so a request that
+            // expects nothing asks too.
+            let long = base.appendingPathComponent("images/long")
+            await #expect(performing: { try await database().image(ImageRequest(url: long, expectedSHA256: String(repeating: "a", count: 200))) }, throws: isStatus(404))
+            await #expect(performing: { try await database().image(ImageRequest(url: long)) }, throws: isStatus(404))
+            #expect(origin.requests("long") == 2)
         }
     }
 

@@ -29,7 +29,7 @@ struct AppServices: Sendable {
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.
     let eventStreams: EventStreamSlots
-    /// How often a quiet `/events` stream sends a comment (``AppConfiguration/eventStreamHeartbeat``).
+    /// How often each `/events` stream sends a comment (``AppConfiguration/eventStreamHeartbeat``).
     let eventStreamHeartbeat: Duration
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode

@@ -143,7 +143,7 @@ enum DiskEntry {
 
     /// The bytes of a known-missing entry under `key`: the origin answered `status` (404 or 410)
     /// with `headers` to a request that expected `expectedSHA256` (kept when it is at most
-    /// ``expectedSHA256Limit`` bytes).
+    /// ``expectedSHA256Limit`` bytes; the pipeline stores no entry for a longer one).
     static func encodeMissing(status: Int, cacheHeaders headers: CacheHeaders?, expectedSHA256: String? = nil, key: String) -> [UInt8] {
         var metadata: [UInt8] = []
         var value: [UInt8] = []

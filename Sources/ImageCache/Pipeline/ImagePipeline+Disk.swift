@@ -184,7 +184,9 @@ extension ImagePipeline {
     /// Stage 6 for a 404 or 410 with a lifetime: remembered on disk as a known-missing entry for
     /// requests that expect what `request` expects, within the disk-write limit, on the I/O threads.
     func storeMissing(status: Int, headers: CacheHeaders, for request: ImageRequest, flight id: FlightID) async {
-        guard let disk = readyDisk else { return }
+        // An expectation too long to keep would leave an entry that answers requests expecting
+        // nothing: not stored (a feed's checksum is far shorter).
+        guard let disk = readyDisk, (request.expectedSHA256?.utf8.count ?? 0) <= DiskEntry.expectedSHA256Limit else { return }
         let (key, expected) = (request.cacheKey, request.expectedSHA256)
         let write: @Sendable () -> Void = {
             do {
