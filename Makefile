@@ -73,7 +73,8 @@ bench:
 trace: bootstrap
 	scripts/trace
 
-## make fuzz: the disk entry decoder, and the uses of what it decodes, under libFuzzer for SECONDS (default 60).
+## make fuzz: under libFuzzer for SECONDS each (default 60): the disk entry decoder and the uses of what it
+## decodes; the parsers of header fields and request targets.
 fuzz: bootstrap
 	scripts/fuzz $(SECONDS)
 

@@ -69,7 +69,7 @@ public struct CacheHeaders: Sendable, Hashable {
         var cacheControlLines: [String] = []
         for (name, value) in fields {
             switch name.lowercased() {
-            case "etag": etag = value.trimmingOWS()
+            case "etag": if let tag = Self.entityTag(value.trimmingOWS()) { etag = tag }
             case "last-modified": if let parsed = HTTPDate.parse(value.trimmingOWS()) { lastModified = parsed }
             case "date": if let parsed = HTTPDate.parse(value.trimmingOWS()) { date = parsed }
             case "age":
@@ -85,6 +85,15 @@ public struct CacheHeaders: Sendable, Hashable {
         if replacingCacheControl || !cacheControlLines.isEmpty {
             cacheControl = CacheControl(parsing: cacheControlLines)
         }
+    }
+
+    /// `text` when it can be sent back in `If-None-Match`, else `nil`: an `ETag` field that is
+    /// empty, or holds a control character (no valid field value does), is ignored. The tag
+    /// should be `"abc"` or `W/"abc"` (RFC 9110 8.8.3); an unquoted one is kept as sent, as
+    /// browsers keep it, since origins that send it expect it back.
+    static func entityTag(_ text: String) -> String? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 == 0x09 || (0x20...0x7E).contains($0) || $0 >= 0x80 }) else { return nil }
+        return text
     }
 
     /// The fields that make a request conditional on this response (RFC 9110 13.1): the entity

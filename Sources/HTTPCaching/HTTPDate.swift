@@ -46,8 +46,9 @@ public enum HTTPDate {
             + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
-    /// Parses an IMF-fixdate; `nil` for anything else. Every field is checked (day of month
-    /// against the month, hour, minute and second against their ranges); the weekday must be
+    /// Parses an IMF-fixdate; `nil` for anything else. Every field is checked (the year from 1,
+    /// the day of month against the month, hour, minute and second against their ranges), so a
+    /// parsed date is always ``isRepresentable(_:)``; the weekday must be
     /// one of the seven names but is not checked against the date, as RFC 9110 allows.
     public static func parse(_ text: some StringProtocol) -> Date? {
         let bytes = Array(text.utf8)
@@ -59,7 +60,7 @@ public enum HTTPDate {
               let monthIndex = months.firstIndex(where: { $0.utf8.elementsEqual(bytes[8..<11]) }),
               let day = number(bytes[5..<7]), let year = number(bytes[12..<16]),
               let hour = number(bytes[17..<19]), let minute = number(bytes[20..<22]), let second = number(bytes[23..<25]),
-              hour < 24, minute < 60, second < 61, day >= 1, day <= daysIn(month: monthIndex + 1, year: year)
+              year >= 1, hour < 24, minute < 60, second < 61, day >= 1, day <= daysIn(month: monthIndex + 1, year: year)
         else { return nil }
         let days = days(fromCivil: Int64(year), Int64(monthIndex + 1), Int64(day))
         let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59))

@@ -19,6 +19,8 @@ import Testing
         "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "0", "", "Sun, 31 Feb 1994 08:49:37 GMT",
         "Sun, 29 Feb 1900 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 UTC",
         "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 0x Nov 1994 08:49:37 GMT",
+        // Year 0: before the years a date may be kept in (found by `make fuzz`).
+        "Fri, 31 Dec 0000 23:59:59 GMT",
     ])
     func anythingButAnIMFFixdateIsNil(_ text: String) {
         #expect(HTTPDate.parse(text) == nil)
@@ -61,6 +63,22 @@ import Testing
         #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.latest + 1)))
         #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: HTTPDate.earliest - 1)))
         #expect(!HTTPDate.isRepresentable(Date(timeIntervalSince1970: .nan)))
+    }
+
+    /// An `ETag` that cannot be sent back as `If-None-Match` is not kept: an empty one made the
+    /// cache send an empty `If-None-Match` (found by `make fuzz`). An unquoted tag is kept, as
+    /// browsers keep it; a 304 carrying an unusable tag leaves the stored one.
+    @Test func anETagThatCannotBeSentBackIsIgnored() {
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        for value in ["", "  ", "\"a\u{1}b\"", "\u{7F}"] {
+            let headers = CacheHeaders(fields: [("ETag", value)], requestTime: at, responseTime: at)
+            #expect(headers.etag == nil, "\(Array(value.utf8))")
+            #expect(headers.conditionalFields.isEmpty)
+        }
+        #expect(CacheHeaders(fields: [("ETag", " abc ")], requestTime: at, responseTime: at).etag == "abc")
+        let stored = CacheHeaders(fields: [("ETag", "W/\"v1\"")], requestTime: at, responseTime: at)
+        #expect(stored.updated(withNotModified: [("ETag", "")], requestTime: at, responseTime: at).etag == "W/\"v1\"")
+        #expect(stored.updated(withNotModified: [("ETag", "\"v2\"")], requestTime: at, responseTime: at).etag == "\"v2\"")
     }
 
     @Test func aLastModifiedNoHTTPDateCanCarryIsNotSent() {

@@ -53,6 +53,20 @@ import TestSupport
         }
     }
 
+    /// An origin's ETag longer than the record keeps (1024 bytes) is not kept, and the entry
+    /// is: cut at 1024 bytes, this one ended inside a character, and the entry was rejected as
+    /// damaged on every read (deleted, and fetched again, for as long as the origin sent it).
+    @Test func anETagTooLongToKeepIsDroppedAndTheEntryReadsBack() throws {
+        let etag = "\"a" + String(repeating: "é", count: 600) + "\""
+        let headers = CacheHeaders(fields: [("ETag", etag), ("Cache-Control", "max-age=60")], requestTime: Self.headers.requestTime, responseTime: Self.headers.responseTime)
+        #expect(headers.etag == etag)
+        let image = Image(data: [1, 2, 3], contentType: "image/png", cacheHeaders: headers)
+        let decoded = try DiskEntry.decode(DiskEntry.encode(image, key: "k"), key: "k").get()
+        #expect(decoded.data == image.data)
+        #expect(decoded.cacheHeaders?.etag == nil)
+        #expect(decoded.cacheHeaders?.cacheControl.maxAge == 60)
+    }
+
     @Test func everyTruncationIsRejected() {
         for (key, image) in Self.originals.prefix(4) {
             let bytes = DiskEntry.encode(image, key: key)

@@ -14,7 +14,7 @@ import HTTPCaching
 ///  8x5  Date, Last-Modified, Expires, request time, response time: Float64 seconds since
 ///       1970, within the years 1 to 9999 (`HTTPDate.earliest...HTTPDate.latest`); NaN absent
 ///       (the two times are always present)
-///    2  ETag length E (at most 1024)
+///    2  ETag length E (at most 1024; a longer tag is not kept: E is 0)
 ///    E  ETag, UTF-8, quoted as sent
 /// ```
 extension DiskEntry {
@@ -39,7 +39,9 @@ extension DiskEntry {
             let seconds = date.map { min(max($0.timeIntervalSince1970, HTTPDate.earliest), HTTPDate.latest) } ?? .nan
             append(seconds.bitPattern, to: &out)
         }
-        let etag = Array((headers.etag ?? "").utf8.prefix(etagLimit))
+        // A longer tag is not kept (the entry then revalidates by date, or is fetched again):
+        // cut, it would be another tag, or not even UTF-8.
+        let etag = headers.etag.map { Array($0.utf8) }.flatMap { $0.count <= etagLimit ? $0 : nil } ?? []
         append(UInt16(etag.count), to: &out)
         out += etag
         return out
