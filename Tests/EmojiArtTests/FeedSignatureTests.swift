@@ -170,6 +170,36 @@ import TestSupport
         }
     }
 
+    /// A refusal is the latest word only until an attempt ends otherwise: after a refused feed,
+    /// a gallery that stopped answering is said to be unavailable (503 and its heading), not
+    /// to send a feed that is not authentic (before, the older refusal named the page).
+    @Test func aRefusalGivesWayToTheNextAttemptsReason() async throws {
+        let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .removeSignature)
+        try await withGallery { galleryURL, database in
+            proxy.route(to: galleryURL)
+            try await proxy.run { proxyURL in
+                let model = makeModel(proxyURL, database)
+                await model.loadAndVerify()
+                #expect(model.feedRefusal.value?.reason == "missing_signature")
+                // Port 1: nothing answers the proxy's requests for the gallery now (a 502 from it).
+                proxy.attack(.none)
+                proxy.route(to: URL(string: "http://127.0.0.1:1")!)
+                await model.loadAndVerify()
+                guard case let .failed(message) = model.phase.value else { Issue.record("not failed: \(model.phase.value)"); return }
+                #expect(!message.contains("could not be authenticated"), "\(message)")
+                #expect(model.feedRefusal.value == nil)
+                let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                try await Application(router: router).test(.router) { client in
+                    try await client.execute(uri: "/", method: .get) { response in
+                        #expect(response.status == .serviceUnavailable)
+                        #expect(String(buffer: response.body).contains("The gallery is not answering"))
+                    }
+                }
+            }
+        }
+    }
+
     @Test func aReplayedFeedPastItsLifetimeIsRefused() async throws {
         // The gallery's clock says two hours ago: what it sends now is what a replay of a feed
         // recorded then would look like, an hour past its expiry.

@@ -119,6 +119,9 @@ extension EmojiArtModel {
     /// still shown, as ``FeedOrigin/notReauthenticated(failure:lastAuthenticated:)``.
     private func fetchFeed() async throws -> FetchedFeed {
         let url = feedURL
+        // A refusal is the latest word until this attempt ends: if it ends for another reason
+        // (the gallery down, an undecodable feed), that reason is what the page says.
+        feedRefusal.update { $0 = nil }
         let trusted: String?
         do {
             trusted = try authenticator.trustedFingerprint()

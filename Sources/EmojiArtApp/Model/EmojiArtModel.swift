@@ -70,7 +70,8 @@ public actor EmojiArtModel {
     public nonisolated let feedKey = LiveValue<FeedKey?>(nil)
     /// Feeds refused, by reason (`bad_signature`, `expired`, ...).
     public nonisolated let signatureFailures = LiveValue<[String: Int]>([:])
-    /// Why the last feed was refused, while it is the latest word; `nil` once a feed verifies.
+    /// Why the feed was refused in the latest attempt to get it; `nil` once an attempt ends
+    /// otherwise (a feed verifies, the gallery does not answer, the feed does not decode).
     public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
     /// Where the feed being shown came from: downloaded, confirmed by a 304, or the stored copy
     /// (offline, or because the gallery could not be reached).
