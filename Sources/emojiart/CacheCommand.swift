@@ -25,8 +25,9 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() async throws {
             if let app {
+                let deadline = ContinuousClock.now + .seconds(5)
                 let response = try await HTTPImageFetcher.defaultClient.execute(HTTPClientRequest(url: app + "/stats"), timeout: .seconds(5))
-                let body = try await response.body.collect(upTo: 1 << 20)
+                let body = try await response.body.collect(upTo: 1 << 20, by: deadline)
                 print(String(buffer: body))
                 return
             }

@@ -157,6 +157,24 @@ import TestSupport
         #expect(error?.description.contains("running") == true)
     }
 
+    /// The fetcher's deadline is the whole request's, body included: AsyncHTTPClient's ends
+    /// with the response's head, and a body that stalled held its load (and its download slot)
+    /// for ever (found by an attacker: `sync` never ended). A real time-out, as above.
+    @Test func aBodyThatStallsFailsAtTheWholeRequestsDeadline() async throws {
+        let origin = TestOrigin()
+        let stalls = Gate()
+        origin.set("stalls", .stalledBody(stalls, sent: Array(payload(1).prefix(100)), declared: 1_000))
+        try await origin.run { (base) async throws in
+            let database = database(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
+            let error = await #expect(throws: ImageLoader.Error.self) {
+                try await database.image(ImageRequest(url: base.appendingPathComponent("images/stalls")))
+            }
+            stalls.open()  // let the origin finish so it can shut down
+            guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return }
+            #expect(database.stats().scheduling.downloads.running == 0)
+        }
+    }
+
     @Test func anOriginThatRefusedAConnectionIsNotAskedAgainForAMoment() async throws {
         let closed = try ClosedPort()
         let deadURL = try #require(URL(string: closed.url))

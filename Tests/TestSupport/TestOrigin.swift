@@ -24,6 +24,9 @@ public final class TestOrigin: Sendable {
         /// 200 without a Content-Length, `chunks` writes of `chunk` bytes, as fast as the client
         /// reads them.
         case stream(chunk: Int, chunks: Int)
+        /// 200 declaring `declared` bytes, of which it sends `sent`, then nothing until `gate`
+        /// opens: a body that stalls (an origin that hangs, or a connection a NAT dropped).
+        case stalledBody(Gate, sent: [UInt8], declared: Int)
     }
 
     private let behaviors = Mutex<[String: Behavior]>([:])
@@ -110,6 +113,15 @@ public final class TestOrigin: Sendable {
                 var headers: HTTPFields = [.contentType: "image/png", .eTag: Self.etag(bytes)]
                 if let value = self.cacheControl.withLock({ $0 }) { headers[.cacheControl] = value }
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            case let .stalledBody(gate, sent, declared):
+                return Response(
+                    status: .ok, headers: [.contentType: "image/png", .contentLength: "\(declared)"],
+                    body: ResponseBody { writer in
+                        try await writer.write(ByteBuffer(bytes: sent))
+                        try await gate.pass()
+                        try await writer.finish(nil)
+                    }
+                )
             case let .stream(chunk, chunks):
                 let buffer = ByteBuffer(repeating: 0x42, count: chunk)
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: ResponseBody { writer in

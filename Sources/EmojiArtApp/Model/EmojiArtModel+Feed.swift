@@ -207,6 +207,8 @@ extension EmojiArtModel {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
+            // One deadline for the whole exchange, body included.
+            let deadline = ContinuousClock.now + .seconds(15)
             response = try await client.execute(request, timeout: .seconds(15))
             if response.status == .notModified, let stored, let headers = stored.image.cacheHeaders, !conditional.isEmpty {
                 do {
@@ -230,7 +232,7 @@ extension EmojiArtModel {
             guard response.status == .ok else {
                 throw Error.galleryUnavailable(url: url, reason: "HTTP \(response.status.code)")
             }
-            body = try await response.body.collect(upTo: 4 * 1024 * 1024)
+            body = try await response.body.collect(upTo: 4 * 1024 * 1024, by: deadline)
         } catch let error as Error {
             throw error
         } catch let error as NotModifiedRefused {

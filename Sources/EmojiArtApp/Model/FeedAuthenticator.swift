@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
 public import Foundation
-public import ImageCache
+import ImageCache
 public import MessageSignatures
 import HTTPCaching
 import NIOCore
@@ -202,9 +202,10 @@ public enum GalleryKeys {
     ) async throws(SignatureFailure) -> JSONWebKey {
         let url = galleryURL.appendingPathComponent("gallery/key").absoluteString
         do {
+            let deadline = ContinuousClock.now + .seconds(15)
             let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(15))
             guard response.status == .ok else { throw SignatureFailure.keyUnavailable("\(url) answered HTTP \(response.status.code)") }
-            let body = try await response.body.collect(upTo: 64 * 1024)
+            let body = try await response.body.collect(upTo: 64 * 1024, by: deadline)
             let key = try JSONDecoder().decode(JSONWebKey.self, from: Data(body.readableBytesView))
             _ = try key.publicKey()
             return key

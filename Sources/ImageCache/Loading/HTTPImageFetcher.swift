@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import Foundation
 public import HTTPCaching
-import NIOCore
+package import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
@@ -86,6 +86,12 @@ public struct HTTPImageFetcher: ImageFetching {
         } else {
             seconds > 0 ? .distantFuture : .now()
         }
+        // The same moment for the body: AsyncHTTPClient's deadline ends with the response's head.
+        let bodyDeadline: ContinuousClock.Instant? = if (0..<86_400 * 365).contains(seconds) {
+            .now + timeout
+        } else {
+            seconds > 0 ? nil : .now
+        }
         let origin = request.url.originKey
         if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
             throw ImagePipeline.Error.connectionFailed(
@@ -121,7 +127,7 @@ public struct HTTPImageFetcher: ImageFetching {
             if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > maxBodySize {
                 throw ImagePipeline.Error.bodyTooLarge(limit: maxBodySize, url: url)
             }
-            let body = try await response.body.collect(upTo: maxBodySize)
+            let body = try await response.body.collect(upTo: maxBodySize, by: bodyDeadline)
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
             let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
             return .fetched(Image(data: Array(buffer: body), contentType: contentType, cacheHeaders: headers))
@@ -202,6 +208,27 @@ final class UnreachableOrigins: Sendable {
             failures.removeValue(forKey: origin)
             count.store(failures.count, ordering: .releasing)
             return nil
+        }
+    }
+}
+
+extension HTTPClientResponse.Body {
+    /// The whole body, at most `limit` bytes, by `deadline` (none when `nil`): the deadline
+    /// AsyncHTTPClient takes for a request covers only the wait for the response's head, so a
+    /// body that stalls, or trickles a byte a second, would otherwise hold its request for ever.
+    /// - Throws: `HTTPClientError.deadlineExceeded` when the deadline passes first (the transfer
+    ///   is cancelled and its connection closed); `NIOTooManyBytesError` past `limit`.
+    package func collect(upTo limit: Int, by deadline: ContinuousClock.Instant?) async throws -> ByteBuffer {
+        guard let deadline else { return try await collect(upTo: limit) }
+        return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await self.collect(upTo: limit) }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let body = try await group.next() ?? nil else { throw HTTPClientError.deadlineExceeded }
+            return body
         }
     }
 }
