@@ -72,6 +72,31 @@ import TestSupport
         }
     }
 
+    /// An original planted with the digest of its own bytes (and the genuine validators) passes
+    /// the disk's check, but not the request's: it is asked for whole, so the origin's bytes
+    /// replace it. Before, it was revalidated, the 304 confirmed the planted bytes, and every load
+    /// was a checksum mismatch blamed on the origin (found by an attacker, round 3).
+    @Test func anOriginalPlantedWithItsOwnDigestIsReplacedByTheOriginsBytes() async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image(payload(1)))
+        try await origin.run { (base) async throws in
+            let request = ImageRequest(url: base.appendingPathComponent("images/a"), expectedSHA256: SHA256Hex.digest(payload(1)))
+            let genuine = try await database().image(request)
+            let planted = Image(
+                data: payload(2), contentType: genuine.contentType, cacheHeaders: genuine.cacheHeaders,
+                originalSHA256: SHA256Hex.digest(payload(2))
+            )
+            let second = database()
+            _ = try await second.setUp().get()
+            try second.storage.write(planted, forKey: request.cacheKey)
+
+            #expect(try await second.image(request).data == payload(1))
+            #expect(origin.requests("a") == 2 && origin.notModified("a") == 0, "asked for whole, not revalidated")
+            #expect(second.stats().downloads == 1)
+            #expect(try second.storage.read(forKey: request.cacheKey)?.data == payload(1), "stored again")
+        }
+    }
+
     /// `isCached` answers from memory or the disk's listing; after a memory miss, `isCached(after:)`
     /// asks the disk alone. `store(image:forKey:)` keeps the image in both.
     @Test func isCachedSaysMemoryOrDiskAndAfterAMissOnlyTheDisk() async throws {

@@ -38,7 +38,7 @@ extension ImagePipeline {
                 let key = request.originalCacheKey
                 if let known = knownOriginal ?? memory.original(forKey: key), known != source { return .miss }
             } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
-                // The feed lists other bytes now: ask the origin (a 304 then is a mismatch).
+                // The feed lists other bytes now: ask the origin for the whole image.
                 return .revalidate
             }
         }

@@ -29,12 +29,18 @@ extension ImagePipeline {
         }
     }
 
-    /// Stage 4: fetches an original, conditionally when a stale entry has validators.
+    /// Stage 4: fetches an original, conditionally when a stale entry has validators and holds
+    /// the bytes the request expects.
     /// - Parameter outcome: gets the counter of what the origin said to a conditional request.
     func origin(
         _ request: ImageRequest, stale: Image?, flight id: FlightID, outcome: inout [LiveCounter]
     ) async throws -> Image {
-        let validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
+        // Stored bytes other than the ones the request expects are asked for whole: a 304 would
+        // vouch only for the validators, and the bytes kept beside them may not be the ones the
+        // origin sent (an entry planted with a digest of its own bytes was confirmed for ever,
+        // and the origin blamed for a mismatch).
+        let holdsOtherBytes = request.expectedSHA256.map { expected in stale?.originalSHA256.map { $0 != expected } ?? false } ?? false
+        let validators = holdsOtherBytes ? nil : stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
         let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) {
             counters.originFetches.increment()
             let requestTime = now()
@@ -66,7 +72,8 @@ extension ImagePipeline {
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
             image = stale
             image.cacheHeaders = headers
-            // The bytes are the ones checked when they arrived; the feed may list others now.
+            // Validators go only with the bytes the request expects (above); checked here too, so
+            // a 304 can never vouch for other bytes.
             if let expected = request.expectedSHA256, let digest = image.originalSHA256, digest != expected {
                 throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
