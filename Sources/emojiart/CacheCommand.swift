@@ -38,6 +38,7 @@ struct CacheCommand: AsyncParsableCommand {
                 print("entries    \(report.entries)")
                 print("bytes      \(report.bytes)")
                 if report.removedTemporaryFiles > 0 { print("removed    \(report.removedTemporaryFiles) temporary files left by killed writers") }
+                if report.removedLinks > 0 { print("removed    \(report.removedLinks) entry names that were hard links to files elsewhere") }
             case let .failure(error):
                 throw CommandFailure("\(error)")
             }

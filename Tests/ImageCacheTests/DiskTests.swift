@@ -123,15 +123,20 @@ import TestSupport
         #expect(!database.isCached(inMemoryOnly))
     }
 
+    /// A temporary file is a leftover when its writer is gone, or when it was not written for an
+    /// hour (or says it was written in the future): a process id is reused, and a leftover named
+    /// for a running process (PID 1, planted) stayed for ever before (attacker round 3).
     @Test func setUpRemovesLeftoversOfDeadWritersOnly() async throws {
         let dead = directory.url.appendingPathComponent(".tmp-999999-abc")
         let live = directory.url.appendingPathComponent(".tmp-\(getpid())-def")
-        try Data([1, 2, 3]).write(to: dead)
-        try Data([4, 5, 6]).write(to: live)
+        let stale = directory.url.appendingPathComponent(".tmp-1-0123")
+        let future = directory.url.appendingPathComponent(".tmp-1-4567")
+        for file in [dead, live, stale, future] { try Data([1, 2, 3]).write(to: file) }
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_700)], ofItemAtPath: stale.path)
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(86_400)], ofItemAtPath: future.path)
         let report = try await database().setUp().get()
-        #expect(report.removedTemporaryFiles == 1)
-        #expect(!FileManager.default.fileExists(atPath: dead.path))
-        #expect(FileManager.default.fileExists(atPath: live.path))
+        #expect(report.removedTemporaryFiles == 3)
+        #expect(directory.fileNames.filter { $0.hasPrefix(".tmp-") } == [live.lastPathComponent])
     }
 
     @Test func sizeLimitIsNeverExceededByMoreThanOneEntry() throws {

@@ -168,6 +168,26 @@ import Glibc
         #expect(try storage.read(forKey: "k") == image)
     }
 
+    /// An entry name that is a hard link (a second name of a file elsewhere) is removed by set-up,
+    /// and the file it names is left as it was: before, set-up made it private through the link
+    /// (`0644` to `0600`), which run as root could change any file on the volume (attacker round 3).
+    @Test func aHardLinkedEntryNameIsRemovedAndItsFileLeftAlone() throws {
+        let outside = TemporaryDirectory()
+        let target = outside.url.appendingPathComponent("keep.txt").path
+        try Data(DiskEntry.encode(image, key: "k")).write(to: URL(fileURLWithPath: target))
+        #expect(chmod(target, 0o644) == 0)
+        let name = DiskStorage(directory: directory.url, synchronizesWrites: false).fileName(forKey: "k")
+        #expect(link(target, directory.url.appendingPathComponent(name).path) == 0)
+
+        let storage = DiskStorage(directory: directory.url, synchronizesWrites: false)
+        let report = try storage.setUp()
+        #expect(report.removedLinks == 1 && report.entries == 0)
+        #expect(mode(target) == 0o644, "the linked file is not touched")
+        #expect(FileManager.default.fileExists(atPath: target))
+        #expect(!directory.fileNames.contains(name))
+        #expect(try storage.read(forKey: "k") == nil)
+    }
+
     /// A cache written by an older build (`0644` entries in a `0755` directory) is made private by
     /// set-up; a symbolic link in it is not followed to change what it points at.
     @Test func setUpTightensACacheWrittenBefore() throws {

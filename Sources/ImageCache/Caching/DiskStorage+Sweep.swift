@@ -15,6 +15,9 @@ extension DiskStorage {
         public var bytes: Int
         /// Temporary files left by killed processes, deleted.
         public var removedTemporaryFiles: Int
+        /// Entry names that were a second name of a file (a hard link): removed, the file itself
+        /// untouched.
+        public var removedLinks: Int = 0
         /// Entries evicted because the directory was over the size limit.
         public var evicted: Int
         /// Entries (and the directory) that others could read, made private (`0600`, `0700`).
@@ -22,9 +25,11 @@ extension DiskStorage {
     }
 
     /// Creates the directory when missing (`0700`), deletes temporary files left by processes that
-    /// are no longer running, makes the directory and entries written before private (a group or
-    /// others bit is cleared: `0700`, `0600`), and indexes the entries by modification time
-    /// (oldest least recent).
+    /// are no longer running (or not written for an hour: a process id is reused), removes entry
+    /// names that are hard links (a second name of a file elsewhere, whose mode or bytes would
+    /// otherwise be reached through it), makes the directory and entries written before private
+    /// (a group or others bit is cleared: `0700`, `0600`), and indexes the entries by modification
+    /// time (oldest least recent).
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
@@ -32,7 +37,7 @@ extension DiskStorage {
     ///   created or listed.
     @discardableResult
     public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
-        let names: [(name: String, size: Int, modified: Int64, mode: mode_t)]
+        let names: [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)]
         var tightened = 0
         do {
             try FileManager.default.createDirectory(
@@ -51,16 +56,25 @@ extension DiskStorage {
             logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
         }
         var removedTemporary = 0
+        var removedLinks = 0
         var entries: [(name: String, size: Int, modified: Int64)] = []
         for file in names {
             if file.name.hasPrefix(".tmp-") {
-                if Self.writerIsGone(file.name), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
+                if Self.isLeftover(file.name, modified: file.modified), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
+                if file.links > 1 {
+                    // Only this name goes: the file it shares stays as it is.
+                    if unlink(path(file.name).string) == 0 { removedLinks += 1 }
+                    continue
+                }
                 if file.mode & 0o077 != 0, (try? Self.makePrivate(path(file.name).string, directory: false)) == true {
                     tightened += 1
                 }
                 entries.append((file.name, file.size, file.modified))
             }
+        }
+        if removedLinks > 0 {
+            logger.warning("removed \(removedLinks) cache entry names that were hard links to files elsewhere (not written by this cache)", metadata: ["directory": "\(directory.path)"])
         }
         entries.sort { $0.modified < $1.modified }
         let evicted = index.withLock { index in
@@ -74,13 +88,15 @@ extension DiskStorage {
         for name in evicted { _ = unlink(path(name).string) }
         let (count, bytes) = usage
         return SetUpReport(
-            entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, evicted: evicted.count, tightenedModes: tightened
+            entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, removedLinks: removedLinks, evicted: evicted.count,
+            tightenedModes: tightened
         )
     }
 
     /// Clears the group and others bits of the file or directory at `path`. An entry is opened
-    /// without following a symbolic link (a link is left alone); the directory, which the user
-    /// chose, is followed. Returns whether the mode changed.
+    /// without following a symbolic link (a link is left alone), and one with a second name (a
+    /// hard link to a file elsewhere) is left alone too; the directory, which the user chose, is
+    /// followed. Returns whether the mode changed.
     static func makePrivate(_ path: String, directory: Bool) throws -> Bool {
         let file = try FileDescriptor.open(
             FilePath(path), .readOnly, options: directory ? [.directory, .closeOnExec] : [.noFollow, .nonBlocking, .closeOnExec]
@@ -89,19 +105,19 @@ extension DiskStorage {
             var info = stat()
             guard fstat(file.rawValue, &info) == 0 else { throw Errno(rawValue: errno) }
             let mode = info.st_mode & 0o7777
-            guard mode & 0o077 != 0 else { return false }
+            guard mode & 0o077 != 0, directory || info.st_nlink == 1 else { return false }
             guard fchmod(file.rawValue, mode & ~0o077) == 0 else { throw Errno(rawValue: errno) }
             return true
         }
     }
 
-    /// Lists regular files with their size, modification time and mode, with `readdir` and
-    /// `fstatat`.
-    func listDirectory() throws -> [(name: String, size: Int, modified: Int64, mode: mode_t)] {
+    /// Lists regular files with their size, modification time (nanoseconds since 1970), mode and
+    /// number of names (hard links), with `readdir` and `fstatat`.
+    func listDirectory() throws -> [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)] {
         guard let stream = opendir(directory.path) else { throw Errno(rawValue: errno) }
         defer { closedir(stream) }
         let descriptor = dirfd(stream)
-        var files: [(name: String, size: Int, modified: Int64, mode: mode_t)] = []
+        var files: [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)] = []
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
@@ -115,9 +131,23 @@ extension DiskStorage {
             let modified = seconds >= Int64.max / 1_000_000_000 ? Int64.max
                 : seconds <= Int64.min / 1_000_000_000 ? Int64.min
                 : seconds * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-            files.append((name, max(0, Int(info.st_size)), modified, info.st_mode))
+            files.append((name, max(0, Int(info.st_size)), modified, info.st_mode, Int(info.st_nlink)))
         }
         return files
+    }
+
+    /// How long a temporary file of a running process may go unwritten before it counts as a
+    /// leftover: a write takes well under a second, and process ids are reused.
+    static let temporaryFileLifetime: Int64 = 3_600 * 1_000_000_000
+
+    /// Whether the temporary file `name`, last modified at `modified` (nanoseconds since 1970),
+    /// is a leftover: its writer is gone, or it was not written within
+    /// ``temporaryFileLifetime`` (a time in the future counts as unknown, so as old).
+    static func isLeftover(_ name: String, modified: Int64, now: Date = Date()) -> Bool {
+        if writerIsGone(name) { return true }
+        let nowNanoseconds = Int64(now.timeIntervalSince1970 * 1e9)
+        let age = nowNanoseconds.subtractingReportingOverflow(modified)
+        return age.overflow || age.partialValue > temporaryFileLifetime || age.partialValue < -60_000_000_000
     }
 
     /// A temporary file is `.tmp-PID-RANDOM`; it is a leftover when process PID is gone.
