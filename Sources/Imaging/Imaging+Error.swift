@@ -7,7 +7,7 @@ extension Imaging {
         /// The bytes are not an image format libvips recognises. `looksLikeText` is true when
         /// the input appears to be text, such as an HTML error page served instead of an image.
         case unknownFormat(byteCount: Int, looksLikeText: Bool)
-        /// The format is recognised but not accepted (only PNG, JPEG, WebP and GIF are).
+        /// The format is recognised but not accepted (only PNG, JPEG, WebP, GIF and AVIF are).
         case unsupportedFormat(String)
         /// The encoded input is larger than ``Limits/maxBytes``.
         case inputTooLarge(bytes: Int, limit: Int)
@@ -15,6 +15,9 @@ extension Imaging {
         case tooManyPixels(width: Int, height: Int, limit: Int)
         /// The header declares a width or a height over ``Limits/maxSide``.
         case sideTooLong(width: Int, height: Int, limit: Int)
+        /// An image libvips must decode whole (an AVIF, an interlaced PNG, a progressive JPEG)
+        /// would take `bytes` decoded, over ``Limits/maxWholeDecodeBytes``.
+        case tooLargeToDecodeWhole(format: ImageFormat, width: Int, height: Int, bytes: Int, limit: Int)
         /// The image is truncated or corrupt: decoding its pixels failed.
         case corrupt(format: ImageFormat, detail: String)
         /// Processing or encoding the output failed.
@@ -31,15 +34,19 @@ extension Imaging {
             case let .unknownFormat(count, looksLikeText):
                 return looksLikeText
                     ? "the \(count) bytes are text, not an image (an HTML error page?): check the URL"
-                    : "the \(count) bytes are not a known image format: expected PNG, JPEG, WebP or GIF"
+                    : "the \(count) bytes are not a known image format: expected PNG, JPEG, WebP, GIF or AVIF"
             case let .unsupportedFormat(name):
-                return "\(name) images are not accepted: convert to PNG, JPEG, WebP or GIF"
+                return "\(name) images are not accepted: convert to PNG, JPEG, WebP, GIF or AVIF"
             case let .inputTooLarge(bytes, limit):
                 return "the image is \(bytes) bytes, over the limit of \(limit): raise the byte limit or use a smaller file"
             case let .tooManyPixels(width, height, limit):
                 return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit or use a smaller image"
             case let .sideTooLong(width, height, limit):
                 return "the image is \(width)x\(height), more than \(limit) pixels a side: raise the side limit or use a smaller image"
+            case let .tooLargeToDecodeWhole(format, width, height, bytes, limit):
+                let kind = format == .avif ? "an AVIF" : format == .png ? "an interlaced PNG" : "a progressive \(format.rawValue.uppercased())"
+                return "the image is \(kind) of \(width)x\(height), which is decoded whole before it can be shrunk: \(bytes) bytes decoded, "
+                    + "over the limit of \(limit): raise the whole-decode limit or use a smaller (or non-interlaced) image"
             case let .corrupt(format, detail):
                 return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): fetch it again"
             case let .encodeFailed(format, detail):

@@ -4,10 +4,13 @@ import Foundation
 extension Imaging {
     /// Reads format, size and bands from the header, without decoding pixels.
     ///
-    /// Checks ``Limits/maxBytes``, ``Limits/maxPixels`` and ``Limits/maxSide``. Safe to call concurrently.
+    /// Checks ``Limits/maxBytes``, ``Limits/maxPixels``, ``Limits/maxSide`` and, for an image
+    /// libvips must decode whole (AVIF, interlaced PNG, progressive JPEG),
+    /// ``Limits/maxWholeDecodeBytes``. Safe to call concurrently.
     /// - Throws: ``Error/empty``, ``Error/inputTooLarge(bytes:limit:)``,
     ///   ``Error/unknownFormat(byteCount:looksLikeText:)``, ``Error/unsupportedFormat(_:)``,
-    ///   ``Error/tooManyPixels(width:height:limit:)``, ``Error/sideTooLong(width:height:limit:)`` or
+    ///   ``Error/tooManyPixels(width:height:limit:)``, ``Error/sideTooLong(width:height:limit:)``,
+    ///   ``Error/tooLargeToDecodeWhole(format:width:height:bytes:limit:)`` or
     ///   ``Error/corrupt(format:detail:)``.
     public func probe(_ data: [UInt8]) throws(Error) -> ImageInfo {
         try withBytes(data) { (bytes) throws(Error) in try probe(bytes) }
@@ -44,6 +47,13 @@ extension Imaging {
         }
         guard info.width <= limits.maxSide, info.height <= limits.maxSide else {
             throw .sideTooLong(width: info.width, height: info.height, limit: limits.maxSide)
+        }
+        // Within the sides' limits, so no product below overflows.
+        if format == .avif || image.isInterlaced {
+            let decoded = info.width * info.height * info.bands * image.bytesPerSample
+            guard decoded <= limits.maxWholeDecodeBytes else {
+                throw .tooLargeToDecodeWhole(format: format, width: info.width, height: info.height, bytes: decoded, limit: limits.maxWholeDecodeBytes)
+            }
         }
         return info
     }

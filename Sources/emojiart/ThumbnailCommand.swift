@@ -8,7 +8,7 @@ struct ThumbnailCommand: ParsableCommand {
         CommandConfiguration(
             commandName: "thumbnail",
             abstract: "Make a thumbnail that fits in a square box, keeping the aspect ratio; never upscales.",
-            discussion: "Reads PNG, JPEG, WebP or GIF. Inputs over 50 MB, 50 megapixels or 32,768 pixels a side, truncated or corrupt files are refused with an error and a non-zero exit status. Runs on libvips \(Imaging.libvipsVersion) (--version says whether its SIMD is on).",
+            discussion: "Reads PNG, JPEG, WebP, GIF or AVIF. Inputs over 50 MB, 50 megapixels or 32,768 pixels a side, an AVIF, interlaced PNG or progressive JPEG over 64 MiB decoded (decoded whole, it cannot be shrunk while read), truncated or corrupt files are refused with an error and a non-zero exit status. Runs on libvips \(Imaging.libvipsVersion) (--version says whether its SIMD is on).",
             version: imagingVersion
         )
     }

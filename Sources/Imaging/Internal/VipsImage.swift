@@ -30,6 +30,13 @@ final class VipsImage {
     var height: Int { Int(vips_image_get_height(pointer)) }
     var bands: Int { Int(vips_image_get_bands(pointer)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+    /// Bytes of one sample: 1 for 8-bit, 2 for 16-bit (a 10- or 12-bit AVIF, a 16-bit PNG).
+    var bytesPerSample: Int { Int(vips_format_sizeof(vips_image_get_format(pointer))) }
+    /// Whether the loader says the image is interlaced (an Adam7 PNG, a progressive JPEG).
+    var isInterlaced: Bool {
+        var value: Int32 = 0
+        return vips_image_get_typeof(pointer, "interlaced") != 0 && vips_image_get_int(pointer, "interlaced", &value) == 0 && value != 0
+    }
     /// Whether the pixels are 8-bit sRGB, with or without alpha.
     var isEightBitRGB: Bool {
         vips_image_get_format(pointer) == VIPS_FORMAT_UCHAR && (bands == 3 || bands == 4)
