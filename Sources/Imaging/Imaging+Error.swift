@@ -15,9 +15,9 @@ extension Imaging {
         case tooManyPixels(width: Int, height: Int, limit: Int)
         /// The header declares a width or a height over ``Limits/maxSide``.
         case sideTooLong(width: Int, height: Int, limit: Int)
-        /// An image libvips must decode whole (an AVIF, an interlaced PNG, a progressive JPEG)
-        /// would take `bytes` decoded, over ``Limits/maxWholeDecodeBytes``.
-        case tooLargeToDecodeWhole(format: ImageFormat, width: Int, height: Int, bytes: Int, limit: Int)
+        /// An image libvips must decode whole (an AVIF, a GIF, an interlaced PNG, a progressive
+        /// JPEG) would take about `bytes` of memory to decode, over ``Limits/maxDecodeMemory``.
+        case tooMuchMemoryToDecode(format: ImageFormat, width: Int, height: Int, bytes: Int, limit: Int)
         /// The image is truncated or corrupt: decoding its pixels failed.
         case corrupt(format: ImageFormat, detail: String)
         /// Processing or encoding the output failed.
@@ -43,10 +43,16 @@ extension Imaging {
                 return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit or use a smaller image"
             case let .sideTooLong(width, height, limit):
                 return "the image is \(width)x\(height), more than \(limit) pixels a side: raise the side limit or use a smaller image"
-            case let .tooLargeToDecodeWhole(format, width, height, bytes, limit):
-                let kind = format == .avif ? "an AVIF" : format == .png ? "an interlaced PNG" : "a progressive \(format.rawValue.uppercased())"
-                return "the image is \(kind) of \(width)x\(height), which is decoded whole before it can be shrunk: \(bytes) bytes decoded, "
-                    + "over the limit of \(limit): raise the whole-decode limit or use a smaller (or non-interlaced) image"
+            case let .tooMuchMemoryToDecode(format, width, height, bytes, limit):
+                let kind = switch format {
+                case .avif: "an AVIF"
+                case .gif: "a GIF"
+                case .png: "an interlaced PNG"
+                default: "a progressive JPEG"
+                }
+                return "the image is \(kind) of \(width)x\(height), which libvips decodes whole before it can shrink it: about "
+                    + "\(bytes / 1_048_576) MiB of memory, over the limit of \(limit / 1_048_576) MiB: raise the decode memory limit "
+                    + "(emojiart thumbnail --decode-memory) or use a smaller (or non-interlaced) image"
             case let .corrupt(format, detail):
                 return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): fetch it again"
             case let .encodeFailed(format, detail):

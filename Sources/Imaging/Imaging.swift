@@ -30,26 +30,27 @@ public struct Imaging: Sendable {
         public var maxSide: Int
         /// Largest accepted encoded input in bytes. Default: 50 MB.
         public var maxBytes: Int
-        /// Largest accepted image, in decoded bytes (width x height x bands x bytes per sample),
-        /// of a kind libvips must decode whole before it can shrink it: AVIF, interlaced PNG and
-        /// progressive JPEG (every other input is shrunk while it is read, a few rows at a time).
-        /// Default: 64 MiB, 16 megapixels of 8-bit RGBA. The decoders hold several copies: a
-        /// 1.8 KB 12-bit AVIF of 7,071 x 7,071 pixels (400 MB decoded) took 1 GB and 2.6 s to
-        /// thumbnail; an 8-bit RGBA one of 4,096 x 4,096 (64 MiB) takes about 320 MB.
-        public var maxWholeDecodeBytes: Int
+        /// Most memory, in bytes, that decoding an input may take, estimated from its header
+        /// (see <doc:SafeImaging>): the inputs libvips must hold
+        /// whole before it can shrink them (AVIF, GIF, interlaced PNG, progressive JPEG) are
+        /// refused past it; every other input is shrunk while it is read, a few rows at a time.
+        /// Default: 384 MiB, which takes a 24-megapixel progressive photograph and a 12-megapixel
+        /// 10-bit AVIF. Before it, a 1.8 KB 12-bit AVIF of 7,071 x 7,071 pixels took 1 GB and
+        /// 2.6 s to thumbnail.
+        public var maxDecodeMemory: Int
 
         /// Creates limits.
         public init(
             maxPixels: Int = 50_000_000, maxSide: Int = 32_768, maxBytes: Int = 50 * 1024 * 1024,
-            maxWholeDecodeBytes: Int = 64 * 1024 * 1024
+            maxDecodeMemory: Int = 384 * 1024 * 1024
         ) {
             self.maxPixels = maxPixels
             self.maxSide = maxSide
             self.maxBytes = maxBytes
-            self.maxWholeDecodeBytes = maxWholeDecodeBytes
+            self.maxDecodeMemory = maxDecodeMemory
         }
 
-        /// 50 megapixels, 32,768 pixels a side, 50 MB, and 64 MiB decoded for an image decoded whole.
+        /// 50 megapixels, 32,768 pixels a side, 50 MB, and 384 MiB to decode.
         public static let `default` = Limits()
     }
 
