@@ -97,6 +97,39 @@ import TestSupport
         }
     }
 
+    /// Nor is such an original answered when the origin cannot give the bytes (a 503: a stale
+    /// answer would be allowed for the bytes expected) or when nothing may be loaded (offline):
+    /// before, both answered the planted bytes as the ones the request expected (cold review).
+    @Test(arguments: [false, true])
+    func anOriginalOfOtherBytesIsNeverAnsweredForTheExpectedOnes(offline: Bool) async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image(payload(1)))
+        try await origin.run { (base) async throws in
+            let url = base.appendingPathComponent("images/a")
+            let genuine = try await database().image(ImageRequest(url: url, expectedSHA256: SHA256Hex.digest(payload(1))))
+            let planted = Image(
+                data: payload(2), contentType: genuine.contentType, cacheHeaders: genuine.cacheHeaders,
+                originalSHA256: SHA256Hex.digest(payload(2))
+            )
+            let second = database()
+            _ = try await second.setUp().get()
+            let request = ImageRequest(
+                url: url, expectedSHA256: SHA256Hex.digest(payload(1)), cachePolicy: offline ? .returnCacheDataDontLoad : .useProtocolCachePolicy
+            )
+            try second.storage.write(planted, forKey: request.cacheKey)
+            origin.set("a", .status(503))
+
+            let error = await #expect(throws: ImageLoader.Error.self) { try await second.image(request) }
+            if offline {
+                #expect(error == .notCached(url: url.absoluteString))
+                #expect(origin.requests("a") == 1)
+            } else {
+                #expect(error == .httpStatus(503, url: url.absoluteString))
+                #expect(second.stats().staleAnswers == 0)
+            }
+        }
+    }
+
     /// `isCached` answers from memory or the disk's listing; after a memory miss, `isCached(after:)`
     /// asks the disk alone. `store(image:forKey:)` keeps the image in both.
     @Test func isCachedSaysMemoryOrDiskAndAfterAMissOnlyTheDisk() async throws {

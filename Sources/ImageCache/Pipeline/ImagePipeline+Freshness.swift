@@ -37,9 +37,11 @@ extension ImagePipeline {
                 if let expected = request.expectedSHA256, expected != source { return .miss }
                 let key = request.originalCacheKey
                 if let known = knownOriginal ?? memory.original(forKey: key), known != source { return .miss }
-            } else if let expected = request.expectedSHA256, expected != source, request.cachePolicy.allowsLoading {
-                // The feed lists other bytes now: ask the origin for the whole image.
-                return .revalidate
+            } else if let expected = request.expectedSHA256, expected != source {
+                // Not the bytes the request expects (the feed lists others now, or they were
+                // planted with a digest of their own): the whole image from the origin, or, when
+                // nothing may be loaded, not cached. Never answered, fresh or not.
+                return request.cachePolicy.allowsLoading ? .revalidate : .miss
             }
         }
         switch request.cachePolicy {
@@ -60,9 +62,11 @@ extension ImagePipeline {
         }
     }
 
-    /// Whether `stale` may answer because revalidating it failed with `error`: only for
-    /// failures of the origin (5xx, unreachable), as its headers allow.
-    func allowsStaleAnswer(_ stale: Image, after error: ImagePipeline.Error) -> Bool {
+    /// Whether `stale` may answer `request` because revalidating it failed with `error`: only
+    /// for failures of the origin (5xx, unreachable), as its headers allow, and never when its
+    /// bytes are not the ones the request expects (a down origin vouches for nothing).
+    func allowsStaleAnswer(_ stale: Image, for request: ImageRequest, after error: ImagePipeline.Error) -> Bool {
+        if let expected = request.expectedSHA256, let held = stale.originalSHA256, held != expected { return false }
         switch error {
         case let .httpStatus(status, _) where status >= 500: break
         case .timeout, .connectionFailed: break

@@ -431,7 +431,7 @@ public final class ImagePipeline: Sendable {
                 await store(image, forKey: request.cacheKey, to: disk, flight: id)
             }
             result = .success(image)
-        } catch let error as ImagePipeline.Error where stale.map({ allowsStaleAnswer($0, after: error) }) == true {
+        } catch let error as ImagePipeline.Error where stale.map({ allowsStaleAnswer($0, for: request, after: error) }) == true {
             logger.notice("answering a stale copy of \(request.cacheKey): \(error)")
             answeredStale(stale!, for: request, refreshing: false)
             result = .success(stale!)
