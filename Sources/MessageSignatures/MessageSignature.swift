@@ -33,6 +33,10 @@ public enum MessageSignature {
     public static let label = "feed"
     /// The longest lifetime (`expires - created`) a signature may claim: 24 hours.
     public static let maximumLifetime: TimeInterval = 86_400
+    /// The most components a signature may cover: the gallery covers 4. Each covered field is a
+    /// line of the signature base, so a forged list naming one long field thousands of times
+    /// made a base of 180 MB, built before the signature could be checked.
+    public static let maximumCoveredComponents = 16
 
     /// What a signature on an answer with `status` must cover: ``requiredNotModifiedComponents``
     /// for a 304, ``requiredComponents`` otherwise.
@@ -121,8 +125,15 @@ public enum MessageSignature {
               case let .undecodedByteSequence(encoded) = signatureItem.rfc9651BareItem,
               let signature = Data(base64Encoded: encoded)
         else { throw .missingSignature("the \(label) signature is not an inner list with a byte sequence") }
+        // Before any field is looked up: RFC 9421 2.5 forbids a component covered twice.
+        guard covered.bareInnerList.count <= maximumCoveredComponents else {
+            throw .missingSignature("the \(label) signature covers \(covered.bareInnerList.count) components, more than the \(maximumCoveredComponents) read")
+        }
         let names = covered.bareInnerList.compactMap { item -> String? in
             if case let .string(name) = item.rfc9651BareItem { name } else { nil }
+        }
+        guard Set(names).count == names.count else {
+            throw .missingSignature("the \(label) signature covers a component more than once")
         }
         let required = requiredComponents(forStatus: status)
         guard Set(required).isSubset(of: names) else {
