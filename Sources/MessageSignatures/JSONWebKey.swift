@@ -52,11 +52,14 @@ public enum Base64URL {
             .replacingOccurrences(of: "=", with: "")
     }
 
-    /// Decodes `text`, or `nil` when it is not base64url.
+    /// Decodes `text`, or `nil` when it is not base64url in its one canonical form: unused
+    /// low bits of the last character set would make a second spelling of the same bytes, and
+    /// a key's thumbprint is taken over the spelling (two fingerprints for one key).
     public static func decode(_ text: String) -> Data? {
         guard text.utf8.allSatisfy({ $0 != UInt8(ascii: "+") && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "=") }) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        guard let bytes = Data(base64Encoded: base64), encode(bytes) == text else { return nil }
+        return bytes
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import EmojiArtApp
 import Foundation
 import ImageCache
 import NIOCore
@@ -28,7 +29,8 @@ struct CacheCommand: AsyncParsableCommand {
                 let deadline = ContinuousClock.now + .seconds(5)
                 let response = try await HTTPImageFetcher.defaultClient.execute(HTTPClientRequest(url: app + "/stats"), timeout: .seconds(5))
                 let body = try await response.body.collect(upTo: 1 << 20, by: deadline)
-                print(String(buffer: body))
+                // Another server may answer at that URL: its bytes reach the terminal printable.
+                print(TerminalText.printable(String(buffer: body), keepingNewlines: true))
                 return
             }
             let database = cache.database()

@@ -4,6 +4,7 @@ import Foundation
 import ImageCache
 import Imaging
 import GalleryServer
+import Hummingbird
 import MessageSignatures
 import NIOCore
 import Testing
@@ -156,6 +157,21 @@ import TestSupport
             #expect(outcome.output.contains("cleared memory cache") && outcome.output.contains("cleared disk cache"), "\(outcome.output)")
             let after = database.stats()
             #expect(after.memoryEntries == 0 && after.diskEntries == 0, "\(after.memoryEntries) in memory, \(after.diskEntries) on disk")
+        }
+    }
+
+    /// Whatever answers at `--app` reaches the terminal printable: escapes that set the window's
+    /// title and clear the screen were printed raw (attacker round 4).
+    @Test func cacheStatsWithAppPrintsOnlyPrintableText() async throws {
+        let router = Router()
+        router.get("stats") { _, _ in "\u{1B}]0;pwned\u{07}\u{1B}[2J{\"memoryHits\": 1}\nnext line" }
+        try await withLiveServer({ onRunning in
+            Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { await onRunning($0.localAddress?.port ?? 0) })
+        }) { port in
+            let outcome = try await run(["cache", "stats", "--app", "http://127.0.0.1:\(port)"])
+            #expect(outcome.status == 0, "\(outcome.output)")
+            #expect(!outcome.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(outcome.output)")
+            #expect(outcome.output.contains("\u{FFFD}]0;pwned\u{FFFD}\u{FFFD}[2J{\"memoryHits\": 1}\nnext line"), "\(outcome.output)")
         }
     }
 

@@ -209,6 +209,24 @@ import Testing
         #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
     }
 
+    /// A key's `x` spelled with the unused low bits of its last character set decodes to the
+    /// same key, but its thumbprint (taken over the spelling) differs: `trust` stored such a
+    /// key under a fingerprint the gallery never uses, and the real feed was then refused
+    /// (attacker round 4). Only the canonical spelling is a key.
+    @Test func aKeySpelledAnotherWayIsNotAKey() throws {
+        let jwk = key.publicJWK
+        #expect(try jwk.publicKey().rawRepresentation == key.privateKey.publicKey.rawRepresentation)
+        // 32 bytes: 43 characters, the last carrying 4 bits and 2 unused ones.
+        let last = jwk.x.last!
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let index = alphabet.firstIndex(of: last)!
+        var other = jwk
+        other.x = String(jwk.x.dropLast()) + String(alphabet[index ^ 1])
+        other.kid = nil
+        #expect(Base64URL.decode(other.x) == nil)
+        #expect(throws: SignatureFailure.self) { try other.publicKey() }
+    }
+
     @Test func noSignatureAtAll() throws {
         var answer = try answer(status: 304)
         answer.fields["signature-input"] = nil
