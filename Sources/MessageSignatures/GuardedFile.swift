@@ -36,6 +36,21 @@ public enum GuardedFile {
     /// This process's effective user ID.
     public static var currentUser: UInt32 { UInt32(geteuid()) }
 
+    /// Why the directory at `path` may not hold a file that decides what is trusted, or `nil`
+    /// when it may (or does not exist yet: the caller creates it private). Another user who owns
+    /// it, or a group or others who may write it, could rename the file away or put their own in
+    /// its place, whatever the file's own mode (ssh's `StrictModes`). The path is followed: the
+    /// directory is the user's choice, and may be a link to one.
+    public static func unsafeDirectory(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        if status.st_uid != geteuid() { return "it is owned by user \(status.st_uid), not by this user (\(geteuid()))" }
+        if status.st_mode & 0o022 != 0 {
+            return "its mode is \(String(status.st_mode & 0o777, radix: 8)): group or others may replace the files in it"
+        }
+        return nil
+    }
+
     /// Reads the file at `path`, at most `limit` bytes.
     public static func read(_ path: String, limit: Int) throws(Failure) -> Contents {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)

@@ -39,6 +39,7 @@ public enum SigningKeyFile {
     /// link, not a regular file, not owned by this user, or readable or writable by group or
     /// others: such a key may be known to someone else, and the error says how to fix it.
     public static func read(_ path: URL) throws(Error) -> SigningKey {
+        try checkDirectory(of: path)
         let contents: GuardedFile.Contents
         do {
             // One line of base64 of 32 bytes is 45 bytes; anything much larger is not a key.
@@ -76,12 +77,23 @@ public enum SigningKeyFile {
         return SigningKey(key)
     }
 
+    /// Refuses a key in a directory another user owns or group or others may write: they could
+    /// move the key away, and the next start would make a new one (every app then refuses the
+    /// feed as signed by a changed key).
+    static func checkDirectory(of path: URL) throws(Error) {
+        let directory = path.deletingLastPathComponent().path
+        if let reason = GuardedFile.unsafeDirectory(directory) {
+            throw .unsafe(path: path.path, reason: "its directory \(directory) is not private: \(reason)", fix: "chmod 700 \(directory), after checking that it is yours")
+        }
+    }
+
     /// Reads the key at `path`, or creates a new one there when there is no file yet.
     /// - Returns: the key, and whether it was just created.
     public static func readOrCreate(_ path: URL) throws(Error) -> (key: SigningKey, created: Bool) {
         // lstat, not fileExists: a dangling symbolic link is refused by `read`, never replaced.
         var existing = stat()
         if lstat(path.path, &existing) == 0 { return (try read(path), false) }
+        try checkDirectory(of: path)
         let key = SigningKey()
         let directory = path.deletingLastPathComponent()
         do {

@@ -28,6 +28,25 @@ import TestSupport
         #expect(FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) && isDirectory.boolValue, "left as it was")
     }
 
+    /// Whoever may write the trust file, or its directory, decides which keys are trusted: a
+    /// file of another user, or one group or others may write, naming another key, was obeyed
+    /// (attacker round 4). Each is refused and left as it is.
+    @Test func aTrustFileOrDirectoryOthersMayWriteIsRefused() throws {
+        let store = TrustStore(file: file)
+        _ = try store.trustOnFirstUse(SigningKey().publicJWK, for: gallery)
+        #expect(chmod(file.path, 0o666) == 0)
+        var error = #expect(throws: TrustStore.Failure.self) { try store.key(for: gallery) }
+        #expect(error?.description.contains("mode 666") == true, "\(String(describing: error))")
+        #expect(chmod(file.path, 0o600) == 0 && chown(file.path, 65534, 65534) == 0)
+        error = #expect(throws: TrustStore.Failure.self) { try store.key(for: gallery) }
+        #expect(error?.description.contains("owned by user 65534") == true, "\(String(describing: error))")
+        #expect(chown(file.path, 0, 0) == 0)
+        #expect(try store.key(for: gallery) != nil)
+        #expect(chmod(data.url.path, 0o777) == 0)
+        error = #expect(throws: TrustStore.Failure.self) { try store.key(for: gallery) }
+        #expect(error?.description.contains("is not private") == true, "\(String(describing: error))")
+    }
+
     @Test func aFIFOAtTheTrustPathIsAnErrorAndDoesNotBlock() throws {
         #expect(mkfifo(file.path, 0o600) == 0)
         let error = #expect(throws: TrustStore.Failure.self) { try TrustStore(file: file).key(for: gallery) }

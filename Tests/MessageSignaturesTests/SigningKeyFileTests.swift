@@ -68,6 +68,21 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("nowhere").path))
     }
 
+    /// A directory that others may write (or another user owns) could have the key moved away,
+    /// and a new one made at the next start: both refused, no key made (attacker round 4).
+    @Test(arguments: [0o777, 0o770, 0o702])
+    func aKeyInADirectoryOthersMayWriteIsRefused(mode: Int) throws {
+        let (path, _) = try keyFile()
+        #expect(chmod(directory.path, mode_t(mode)) == 0)
+        let message = try #require(refusal(path))
+        #expect(message.contains("its directory \(directory.path) is not private") && message.contains("chmod 700"), "\(message)")
+        let missing = directory.appendingPathComponent("new.key")
+        #expect(throws: SigningKeyFile.Error.self) { try SigningKeyFile.readOrCreate(missing) }
+        #expect(!FileManager.default.fileExists(atPath: missing.path), "no key made there")
+        #expect(chmod(directory.path, 0o700) == 0 && chown(directory.path, 65534, 65534) == 0)
+        #expect(try #require(refusal(path)).contains("owned by user 65534"))
+    }
+
     @Test func aDirectoryOrFIFOIsNotAKey() throws {
         let fifo = directory.appendingPathComponent("fifo.key")
         #expect(mkfifo(fifo.path, 0o600) == 0)

@@ -155,6 +155,9 @@ public struct TrustStore: Sendable {
         } catch {
             throw Failure(description: "cannot create \(directory.path) for the trusted gallery keys (\(error.localizedDescription)): set XDG_DATA_HOME to a writable directory")
         }
+        if let reason = GuardedFile.unsafeDirectory(directory.path) {
+            throw Failure(description: "the directory of the trust file, \(directory.path), is not private (\(reason)): chmod 700 \(directory.path) after checking that it is yours, then retry; nothing was changed")
+        }
         let lockPath = file.path + ".lock"
         // O_NOFOLLOW: a link planted at the lock's path is not followed (and not created
         // through); O_CLOEXEC: no child process inherits the lock.
@@ -177,9 +180,9 @@ public struct TrustStore: Sendable {
     static func read(_ file: URL) throws(Failure) -> Contents {
         let what = "the trust file \(file.path)"
         let fix = "fix or move it away (then trust each gallery again with `emojiart trust --gallery URL`); nothing was changed"
-        let data: Data
+        let contents: GuardedFile.Contents
         do {
-            data = Data(try GuardedFile.read(file.path, limit: 4 << 20).bytes)
+            contents = try GuardedFile.read(file.path, limit: 4 << 20)
         } catch {
             switch error {
             case .noSuchFile: return Contents()
@@ -189,6 +192,14 @@ public struct TrustStore: Sendable {
             case let .unreadable(reason): throw Failure(description: "\(what) cannot be read (\(reason)): \(fix)")
             }
         }
+        // Whoever may write it decides which keys are trusted.
+        guard contents.owner == GuardedFile.currentUser else {
+            throw Failure(description: "\(what) is owned by user \(contents.owner), not by this user (\(GuardedFile.currentUser)): \(fix)")
+        }
+        guard contents.permissions & 0o022 == 0 else {
+            throw Failure(description: "\(what) has mode \(String(contents.permissions, radix: 8)): group or others may change which keys are trusted; chmod 600 \(file.path) after checking it, or \(fix)")
+        }
+        let data = Data(contents.bytes)
         if let contents = try? JSONDecoder().decode(Contents.self, from: data) { return contents }
         // The first format: only the keys, by origin.
         do {
