@@ -319,6 +319,21 @@ final class RunningCluster: Sendable {
             #expect(revalidated.status == 304 && revalidated.body.isEmpty)
             #expect(revalidated.headers.first(name: "etag") == etag)
             #expect(Self.edgeCacheFiles(directory.url) == kept + 1, "a plain URL is not kept")
+
+            // Operations are not public through the edge (attacker round 4: /metrics and /stats
+            // answered anyone, and a loop of cache clears cost an instance 13 % of a core), and
+            // the toolbar's actions are limited per client: 1 and a burst of 5 pass, then 429.
+            #expect(try await cluster.get("/metrics").status == 404)
+            #expect(try await cluster.get("/stats").status == 404)
+            let instanceMetrics = try await cluster.get(cluster.instances[0].url + "/metrics")
+            #expect(instanceMetrics.status == 200, "an instance's own address still answers its scraper")
+            var clears: [Int] = []
+            for _ in 0..<10 {
+                var clear = HTTPClientRequest(url: cluster.edge + "/cache/clear-memory")
+                clear.method = .POST
+                clears.append(Int(try await cluster.client.execute(clear, timeout: .seconds(30)).status.code))
+            }
+            #expect(clears.first != 429 && clears.contains(429), "\(clears)")
         } catch {
             try await cluster.stop()
             throw error

@@ -167,6 +167,11 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 keepalive 32;
             }
 
+            # The toolbar's actions (clear a cache, retry) are open to every client, as the page
+            # offers them; each client may take one every 2 s, with a burst of 5 (a loop of them
+            # cost its instance 13 % of a core and the gallery a fetch per piece each time).
+            limit_req_zone $binary_remote_addr zone=emojiart_actions:1m rate=30r/m;
+
             # One browser, one instance: its toolbar counts and clears that instance's caches.
             upstream emojiart_pages {
                 hash $remote_addr consistent;
@@ -210,6 +215,24 @@ public struct EdgeConfiguration: Sendable, Hashable {
                     proxy_pass http://emojiart_pages;
                     proxy_buffering off;
                     proxy_read_timeout 1h;
+                }
+
+                # Operations are not public: Prometheus scrapes each instance's /metrics where it
+                # listens (deploy/prometheus), and `emojiart cache stats --app` names an instance.
+                location = /metrics { return 404; }
+                location = /stats { return 404; }
+
+                location /cache/ {
+                    limit_req zone=emojiart_actions burst=5 nodelay;
+                    limit_req_status 429;
+                    proxy_pass http://emojiart_pages;
+                    proxy_connect_timeout 2s;
+                }
+                location = /retry {
+                    limit_req zone=emojiart_actions burst=5 nodelay;
+                    limit_req_status 429;
+                    proxy_pass http://emojiart_pages;
+                    proxy_connect_timeout 2s;
                 }
 
                 location / {
