@@ -46,7 +46,10 @@ private func check(_ result: Result<DiskEntry.Content, DiskEntry.Problem>, input
 
 /// What the cache does with stored headers: revalidation fields, freshness, the 304 update.
 private func use(_ headers: CacheHeaders) {
-    for (_, value) in headers.conditionalFields { precondition(!value.isEmpty) }
+    for (_, value) in headers.conditionalFields {
+        // What AsyncHTTPClient sends: a field value without control characters.
+        precondition(!value.isEmpty && value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }, "a conditional field that cannot be sent")
+    }
     for date in [headers.date, headers.lastModified, headers.expires, headers.requestTime, headers.responseTime] {
         guard let date else { continue }
         precondition(HTTPDate.isRepresentable(date), "decoded a date outside the years 1 to 9999")

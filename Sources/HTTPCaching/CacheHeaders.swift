@@ -91,7 +91,7 @@ public struct CacheHeaders: Sendable, Hashable {
     /// empty, or holds a control character (no valid field value does), is ignored. The tag
     /// should be `"abc"` or `W/"abc"` (RFC 9110 8.8.3); an unquoted one is kept as sent, as
     /// browsers keep it, since origins that send it expect it back.
-    static func entityTag(_ text: String) -> String? {
+    public static func entityTag(_ text: String) -> String? {
         guard !text.isEmpty, text.utf8.allSatisfy({ $0 == 0x09 || (0x20...0x7E).contains($0) || $0 >= 0x80 }) else { return nil }
         return text
     }

@@ -40,7 +40,7 @@ struct CacheCommand: AsyncParsableCommand {
                 print("entries    \(report.entries)")
                 print("bytes      \(report.bytes)")
                 if report.removedTemporaryFiles > 0 { print("removed    \(report.removedTemporaryFiles) temporary files left by killed writers") }
-                if report.removedLinks > 0 { print("removed    \(report.removedLinks) entry names that were hard links to files elsewhere") }
+                if report.linkedEntries > 0 { print("linked     \(report.linkedEntries) entries with a second name (hard links): modes left as they are") }
             case let .failure(error):
                 throw CommandFailure("\(error)")
             }

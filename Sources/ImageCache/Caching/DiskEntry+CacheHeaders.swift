@@ -98,8 +98,10 @@ extension DiskEntry {
         control.sharedMaxAge = seconds[1]
         control.staleWhileRevalidate = seconds[2]
         control.staleIfError = seconds[3]
+        // A tag that could not be sent back (a control character, planted or from an older
+        // build) is dropped, as it would have been on arrival: sent, the request would fail.
         return .success(CacheHeaders(
-            etag: etag.isEmpty ? nil : etag, lastModified: dates[1], date: dates[0], age: seconds[4], expires: dates[2],
+            etag: CacheHeaders.entityTag(etag), lastModified: dates[1], date: dates[0], age: seconds[4], expires: dates[2],
             cacheControl: control, requestTime: requestTime, responseTime: responseTime
         ))
     }

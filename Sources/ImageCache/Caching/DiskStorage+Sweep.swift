@@ -15,9 +15,10 @@ extension DiskStorage {
         public var bytes: Int
         /// Temporary files left by killed processes, deleted.
         public var removedTemporaryFiles: Int
-        /// Entry names that were a second name of a file (a hard link): removed, the file itself
-        /// untouched.
-        public var removedLinks: Int = 0
+        /// Entries with a second name (a hard link: a `cp -al` backup, a deduplicating tool, or
+        /// a name planted for a file elsewhere): kept, but their mode is left as it is, so the
+        /// other name's file is never changed through them.
+        public var linkedEntries: Int = 0
         /// Entries evicted because the directory was over the size limit.
         public var evicted: Int
         /// Entries (and the directory) that others could read, made private (`0600`, `0700`).
@@ -25,11 +26,10 @@ extension DiskStorage {
     }
 
     /// Creates the directory when missing (`0700`), deletes temporary files left by processes that
-    /// are no longer running (or not written for an hour: a process id is reused), removes entry
-    /// names that are hard links (a second name of a file elsewhere, whose mode or bytes would
-    /// otherwise be reached through it), makes the directory and entries written before private
-    /// (a group or others bit is cleared: `0700`, `0600`), and indexes the entries by modification
-    /// time (oldest least recent).
+    /// are no longer running (or not written for an hour: a process id is reused), makes the
+    /// directory and entries written before private (a group or others bit is cleared: `0700`,
+    /// `0600`; not an entry with a second name, a hard link, whose other name may be a file
+    /// elsewhere), and indexes the entries by modification time (oldest least recent).
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
@@ -56,25 +56,21 @@ extension DiskStorage {
             logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
         }
         var removedTemporary = 0
-        var removedLinks = 0
+        var linkedEntries = 0
         var entries: [(name: String, size: Int, modified: Int64)] = []
         for file in names {
             if file.name.hasPrefix(".tmp-") {
                 if Self.isLeftover(file.name, modified: file.modified), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
-                if file.links > 1 {
-                    // Only this name goes: the file it shares stays as it is.
-                    if unlink(path(file.name).string) == 0 { removedLinks += 1 }
-                    continue
-                }
+                if file.links > 1 { linkedEntries += 1 }
                 if file.mode & 0o077 != 0, (try? Self.makePrivate(path(file.name).string, directory: false)) == true {
                     tightened += 1
                 }
                 entries.append((file.name, file.size, file.modified))
             }
         }
-        if removedLinks > 0 {
-            logger.warning("removed \(removedLinks) cache entry names that were hard links to files elsewhere (not written by this cache)", metadata: ["directory": "\(directory.path)"])
+        if linkedEntries > 0 {
+            logger.notice("\(linkedEntries) cache entries have a second name (hard links): their modes are left as they are", metadata: ["directory": "\(directory.path)"])
         }
         entries.sort { $0.modified < $1.modified }
         let evicted = index.withLock { index in
@@ -88,7 +84,7 @@ extension DiskStorage {
         for name in evicted { _ = unlink(path(name).string) }
         let (count, bytes) = usage
         return SetUpReport(
-            entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, removedLinks: removedLinks, evicted: evicted.count,
+            entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, linkedEntries: linkedEntries, evicted: evicted.count,
             tightenedModes: tightened
         )
     }
@@ -142,12 +138,11 @@ extension DiskStorage {
 
     /// Whether the temporary file `name`, last modified at `modified` (nanoseconds since 1970),
     /// is a leftover: its writer is gone, or it was not written within
-    /// ``temporaryFileLifetime`` (a time in the future counts as unknown, so as old).
+    /// ``temporaryFileLifetime``.
     static func isLeftover(_ name: String, modified: Int64, now: Date = Date()) -> Bool {
         if writerIsGone(name) { return true }
-        let nowNanoseconds = Int64(now.timeIntervalSince1970 * 1e9)
-        let age = nowNanoseconds.subtractingReportingOverflow(modified)
-        return age.overflow || age.partialValue > temporaryFileLifetime || age.partialValue < -60_000_000_000
+        let age = Int64(now.timeIntervalSince1970 * 1e9).subtractingReportingOverflow(modified)
+        return age.overflow || age.partialValue > temporaryFileLifetime
     }
 
     /// A temporary file is `.tmp-PID-RANDOM`; it is a leftover when process PID is gone.

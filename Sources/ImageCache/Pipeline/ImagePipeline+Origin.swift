@@ -39,8 +39,8 @@ extension ImagePipeline {
         // vouch only for the validators, and the bytes kept beside them may not be the ones the
         // origin sent (an entry planted with a digest of its own bytes was confirmed for ever,
         // and the origin blamed for a mismatch).
-        let holdsOtherBytes = request.expectedSHA256.map { expected in stale?.originalSHA256.map { $0 != expected } ?? false } ?? false
-        let validators = holdsOtherBytes ? nil : stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
+        var validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
+        if let expected = request.expectedSHA256, let held = stale?.originalSHA256, held != expected { validators = nil }
         let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) {
             counters.originFetches.increment()
             let requestTime = now()
