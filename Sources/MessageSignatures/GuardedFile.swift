@@ -31,6 +31,9 @@ public enum GuardedFile {
         public var owner: UInt32
         /// The permission bits (`mode & 0o777`).
         public var permissions: UInt32
+        /// How many names the file has (more than 1: a hard link, whose other name another
+        /// user may know).
+        public var links: Int = 1
     }
 
     /// This process's effective user ID.
@@ -79,7 +82,10 @@ public enum GuardedFile {
             if count == 0 { break }  // the file shrank while it was read
             total += count
         }
-        return Contents(bytes: Array(bytes.prefix(total)), owner: UInt32(status.st_uid), permissions: UInt32(status.st_mode & 0o777))
+        return Contents(
+            bytes: Array(bytes.prefix(total)), owner: UInt32(status.st_uid), permissions: UInt32(status.st_mode & 0o777),
+            links: Int(status.st_nlink)
+        )
     }
 }
 

@@ -64,6 +64,12 @@ public enum SigningKeyFile {
                 fix: "chown $(id -u) \(path.path), after checking that the key is yours"
             )
         }
+        guard contents.links == 1 else {
+            throw .unsafe(
+                path: path.path, reason: "it has \(contents.links) names (hard links): the key is also a file elsewhere",
+                fix: "copy the key to a file of its own (cp, then chmod 600), after checking who else has it"
+            )
+        }
         guard contents.permissions & 0o077 == 0 else {
             throw .unsafe(
                 path: path.path, reason: "its mode is \(String(contents.permissions, radix: 8)): group or others may read or change it",

@@ -83,6 +83,14 @@ import Glibc
         #expect(try #require(refusal(path)).contains("owned by user 65534"))
     }
 
+    /// A key with a second name (a hard link) is a key another name also reaches: refused
+    /// (attacker round 4: it was used).
+    @Test func aKeyFileWithASecondNameIsRefused() throws {
+        let (path, _) = try keyFile()
+        #expect(link(path.path, directory.appendingPathComponent("elsewhere").path) == 0)
+        #expect(try #require(refusal(path)).contains("2 names (hard links)"))
+    }
+
     @Test func aDirectoryOrFIFOIsNotAKey() throws {
         let fifo = directory.appendingPathComponent("fifo.key")
         #expect(mkfifo(fifo.path, 0o600) == 0)
