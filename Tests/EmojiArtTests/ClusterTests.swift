@@ -495,36 +495,33 @@ final class RunningCluster: Sendable {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")))
     func theSystemdUnitsVerify() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        for unit in ["emojiart-gallery.service", "emojiart-app@.service"] {
+        /// `systemd-analyze ARGUMENTS`: what it printed, both streams.
+        func analyze(_ arguments: [String]) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-            let path = root.appendingPathComponent("deploy/systemd/\(unit)").path
-            // A template is verified as one of its instances.
-            let instance = unit.replacingOccurrences(of: "@.service", with: "@8081.service")
-            let directory = TemporaryDirectory("emojiart-units")
-            let target = directory.url.appendingPathComponent(instance).path
-            try FileManager.default.copyItem(atPath: path, toPath: target)
-            process.arguments = ["verify", "--man=no", target]
+            process.arguments = arguments
             let pipe = Pipe()
             process.standardOutput = pipe
             process.standardError = pipe
             try process.run()
             let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
+            return output
+        }
+        for unit in ["emojiart-gallery.service", "emojiart-app@.service"] {
+            let path = root.appendingPathComponent("deploy/systemd/\(unit)").path
+            // A template is verified as one of its instances.
+            let instance = unit.replacingOccurrences(of: "@.service", with: "@8081.service")
+            let directory = TemporaryDirectory("emojiart-units")
+            let target = directory.url.appendingPathComponent(instance).path
+            try FileManager.default.copyItem(atPath: path, toPath: target)
             // The executable is not installed on a build machine; everything else must be clean.
-            let problems = output.split(separator: "\n").filter { !$0.contains("/usr/local/bin/emojiart") && !$0.isEmpty }
+            let problems = try analyze(["verify", "--man=no", target]).split(separator: "\n")
+                .filter { !$0.contains("/usr/local/bin/emojiart") && !$0.isEmpty }
             #expect(problems.isEmpty, "\(unit): \(problems)")
             // Confined: systemd rates an unconfined service 9.6, and these were 8.4 before their
             // confinement (attacker round 4); 2 or less is what the settings give.
-            let security = Process()
-            security.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-            security.arguments = ["security", "--offline=yes", target]
-            let securityPipe = Pipe()
-            security.standardOutput = securityPipe
-            security.standardError = securityPipe
-            try security.run()
-            let report = String(decoding: securityPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            security.waitUntilExit()
+            let report = try analyze(["security", "--offline=yes", target])
             let level = report.split(separator: "\n").last { $0.contains("Overall exposure level") }
                 .flatMap { line in line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) } }
             let exposure = try #require(level, "\(unit): \(report.suffix(300))")
