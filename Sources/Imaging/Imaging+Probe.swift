@@ -65,14 +65,19 @@ extension Imaging {
     ///   (7,071 x 7,071 CMYK: 400 MB; chroma subsampling makes it less);
     /// - GIF: its whole canvas in RGBA, 4 bytes a pixel;
     /// - interlaced PNG: its decoded bytes (7,000 x 7,000 RGBA: 222 MB for 196 MB).
-    /// Within ``Limits/maxSide`` on both sides, so no product here overflows.
+    /// A product past `Int.max` (no header within the pixel limit makes one) counts as `Int.max`.
     static func decodeMemory(of info: ImageInfo, bytesPerSample: Int, interlaced: Bool) -> Int {
-        let samples = info.width * info.height * info.bands
+        func product(_ factors: Int...) -> Int {
+            factors.reduce(1) { total, factor in
+                let (value, overflow) = total.multipliedReportingOverflow(by: max(0, factor))
+                return overflow ? .max : value
+            }
+        }
         return switch info.format {
-        case .avif: 4 * samples * bytesPerSample
-        case .jpeg where interlaced: 2 * samples
-        case .gif: 4 * info.width * info.height
-        case .png where interlaced: samples * bytesPerSample
+        case .avif: product(4, info.width, info.height, info.bands, bytesPerSample)
+        case .jpeg where interlaced: product(2, info.width, info.height, info.bands)
+        case .gif: product(4, info.width, info.height)
+        case .png where interlaced: product(info.width, info.height, info.bands, bytesPerSample)
         default: 0
         }
     }

@@ -31,7 +31,8 @@ final class VipsImage {
     var bands: Int { Int(vips_image_get_bands(pointer)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
     /// Bytes of one sample: 1 for 8-bit, 2 for 16-bit (a 10- or 12-bit AVIF, a 16-bit PNG).
-    var bytesPerSample: Int { Int(vips_format_sizeof(vips_image_get_format(pointer))) }
+    /// At most 16 (a double complex); a format libvips does not know (its size is all ones) counts as 16.
+    var bytesPerSample: Int { Int(min(vips_format_sizeof(vips_image_get_format(pointer)), 16)) }
     /// Whether the loader says the image is interlaced (an Adam7 PNG, a progressive JPEG).
     var isInterlaced: Bool {
         var value: Int32 = 0
