@@ -174,7 +174,7 @@ import TestSupport
         var machine = machine(idleTimeout: .seconds(1))
         _ = machine.connectionActive(now: Self.t0)
         _ = machine.headReceived(Self.get, isWritable: true, now: Self.t0)
-        _ = machine.laneDeclined(Self.get)
+        machine.laneDeclined(Self.get)
         _ = machine.endReceived(now: Self.t0)
         #expect(machine.idleCheckFired(now: Self.t0 + .seconds(1), waitingBytes: 20_000, takenBytes: 10_000) == .check(at: Self.t0 + .seconds(2)))
         #expect(machine.idleCheckFired(now: Self.t0 + .seconds(2), waitingBytes: 30_000, takenBytes: 15_000) == .check(at: Self.t0 + .seconds(3)))
