@@ -21,6 +21,37 @@ import TestSupport
         galleryURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
     }
 
+    /// Catalog loads while a feed check is under way share it: eight at once send one request,
+    /// not eight (attacker round 4: every load revalidated the feed, so eight page loads cost
+    /// eight signature checks of a forged answer). The gallery's answer is held at the proxy
+    /// until all eight are in.
+    @Test func catalogLoadsAtOnceShareOneFeedCheck() async throws {
+        let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
+        try await withGallery { galleryURL, database in
+            proxy.route(to: galleryURL)
+            try await proxy.run { proxyURL in
+                let model = makeModel(proxyURL, database)
+                await model.loadAndVerify()
+                #expect(model.phase.value == .ready)
+                let held = Gate()
+                proxy.attack(.holdFeed(held))
+                let before = proxy.feedRequests
+                await withTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<8 { group.addTask { await model.refreshIfFeedChanged() } }
+                    // Seven share the check the first one started, which waits at the proxy.
+                    for await shared in model.sharedFeedChecks.stream() where shared >= 7 { break }
+                    held.open()
+                    for await started in group { #expect(!started, "the feed did not change") }
+                }
+                #expect(proxy.feedRequests - before == 1)
+                #expect(model.feedOrigin.value == .revalidated)
+                // Once it is over, the next load checks again.
+                #expect(await model.refreshIfFeedChanged() == false)
+                #expect(proxy.feedRequests - before == 2)
+            }
+        }
+    }
+
     @Test func theGallerySignsItsFeed304AndTheAppAcceptsIt() async throws {
         try await withGallery { galleryURL, database in
             let first = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(30))

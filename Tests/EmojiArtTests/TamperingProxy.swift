@@ -49,7 +49,13 @@ final class TamperingProxy: Sendable {
         /// Passes everything through, and runs `action` when the gallery's key is asked for:
         /// something another process does at that very moment.
         case beforeKey(@Sendable () throws -> Void)
+        /// Passes everything through, each feed request once `gate` opens.
+        case holdFeed(Gate)
     }
+
+    /// Feed requests received.
+    var feedRequests: Int { feedRequestCount.withLock { $0 } }
+    private let feedRequestCount = Mutex(0)
 
     /// The bytes served instead of a replaced image.
     static let forgedImage: [UInt8] = Array("not the gallery's art".utf8)
@@ -83,6 +89,7 @@ final class TamperingProxy: Sendable {
     private func forward(_ request: Request) async throws -> Response {
         let (upstream, attack) = state.withLock { ($0.upstream, $0.attack) }
         let isFeed = request.uri.path == "/gallery/images"
+        if isFeed { feedRequestCount.withLock { $0 += 1 } }
         let asked = request.headers[.ifNoneMatch]
         switch attack {
         case .notModifiedUnsigned where isFeed:
@@ -99,6 +106,8 @@ final class TamperingProxy: Sendable {
             return Response(status: .notModified, headers: fields)
         case let .beforeKey(action) where request.uri.path == "/gallery/key":
             try action()
+        case let .holdFeed(gate) where isFeed:
+            try await gate.pass()
         case let .redirectImages(target) where request.uri.path == "/gallery/image":
             return Response(status: .found, headers: [.location: target.absoluteString, .contentLength: "0"])
         case .replayFirstFeed where isFeed:

@@ -42,11 +42,28 @@ extension EmojiArtModel {
     /// downloaded and checked against their new checksums, unchanged ones come from the cache.
     /// The catalog page calls it on every load. Offline, or while a run is going on, it does
     /// nothing; when the gallery cannot be reached, or its answer cannot be authenticated,
-    /// ``feedOrigin`` says so and the catalog stays.
-    /// - Returns: whether a new verification started.
+    /// ``feedOrigin`` says so and the catalog stays. Loads while a check is under way share it
+    /// (``sharedFeedChecks``): a hundred at once send one request, not a hundred.
+    /// - Returns: whether a new verification started (for the load that started the check).
     @discardableResult
     public func refreshIfFeedChanged() async -> Bool {
         guard phase.value == .ready, cachePolicy.allowsLoading else { return false }
+        if let feedCheck {
+            sharedFeedChecks.update { $0 += 1 }
+            _ = await feedCheck.value
+            return false
+        }
+        // Unstructured, so a load that leaves (its client went away) does not cancel the check
+        // the others wait for.
+        let check = Task { await self.checkFeed() }
+        feedCheck = check
+        let started = await check.value
+        feedCheck = nil
+        return started
+    }
+
+    /// One check of ``refreshIfFeedChanged()``: the conditional request, and what follows.
+    private func checkFeed() async -> Bool {
         let fetched: FetchedFeed
         do {
             fetched = try await fetchFeed()

@@ -70,6 +70,9 @@ public actor EmojiArtModel {
     public nonisolated let feedKey = LiveValue<FeedKey?>(nil)
     /// Feeds refused, by reason (`bad_signature`, `expired`, ...).
     public nonisolated let signatureFailures = LiveValue<[String: Int]>([:])
+    /// Catalog loads that found a feed check under way and shared it instead of asking the
+    /// gallery again.
+    public nonisolated let sharedFeedChecks = LiveValue(0)
     /// Why the feed was refused in the latest attempt to get it; `nil` once an attempt ends
     /// otherwise (a feed verifies, the gallery does not answer, the feed does not decode).
     public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
@@ -141,6 +144,8 @@ public actor EmojiArtModel {
     let logger: Logger
     let now: @Sendable () -> Date
     var run: Task<Void, Never>?
+    /// The feed check under way (``refreshIfFeedChanged()``), which later catalog loads share.
+    var feedCheck: Task<Bool, Never>?
 
     /// Creates a model.
     /// - Parameters:
