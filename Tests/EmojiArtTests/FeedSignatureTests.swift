@@ -53,22 +53,19 @@ import TestSupport
         try await elsewhere.run { (elsewhereURL) async throws in
             let entry = url.replacingOccurrences(of: "PORT", with: "\(elsewhereURL.port ?? 0)")
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-            try await withGallery { galleryURL, database in
-                proxy.route(to: galleryURL)
-                try await proxy.run { proxyURL in
-                    let model = makeModel(proxyURL, database)
-                    try await model.loadImages()
-                    let listed = await model.imageFeed
-                    let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-                    let stored = try #require(await database.cachedImage(forKey: storedKey))
-                    proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
-                    guard let reason = await invalidFeedReason(loading: model) else { return }
-                    #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
-                    #expect(await model.imageFeed == listed, "the catalog in use stays")
-                    #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
-                    await model.verifyImages()
-                    #expect(elsewhere.totalRequests == 0)
-                }
+            try await proxy.inFrontOfGallery { proxyURL, database in
+                let model = makeModel(proxyURL, database)
+                try await model.loadImages()
+                let listed = await model.imageFeed
+                let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
+                let stored = try #require(await database.cachedImage(forKey: storedKey))
+                proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
+                guard let reason = await invalidFeedReason(loading: model) else { return }
+                #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
+                #expect(await model.imageFeed == listed, "the catalog in use stays")
+                #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+                await model.verifyImages()
+                #expect(elsewhere.totalRequests == 0)
             }
         }
     }
@@ -77,22 +74,19 @@ import TestSupport
     /// it is stored; one at the limit is taken.
     @Test func aFeedListingMoreEntriesThanTheAppTakesIsRefused() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-        try await withGallery { galleryURL, database in
-            proxy.route(to: galleryURL)
-            try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
-                let listed = try await model.loadImages()
-                let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-                let stored = try #require(await database.cachedImage(forKey: storedKey))
-                let limit = EmojiArtModel.maxFeedEntries
-                proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
-                guard let reason = await invalidFeedReason(loading: model) else { return }
-                #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
-                #expect(await model.imageFeed == listed, "the catalog in use stays")
-                #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
-                proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
-                #expect(try await model.loadImages().count == limit)
-            }
+        try await proxy.inFrontOfGallery { proxyURL, database in
+            let model = makeModel(proxyURL, database)
+            let listed = try await model.loadImages()
+            let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
+            let stored = try #require(await database.cachedImage(forKey: storedKey))
+            let limit = EmojiArtModel.maxFeedEntries
+            proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
+            guard let reason = await invalidFeedReason(loading: model) else { return }
+            #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
+            #expect(await model.imageFeed == listed, "the catalog in use stays")
+            #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+            proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
+            #expect(try await model.loadImages().count == limit)
         }
     }
 
@@ -103,19 +97,16 @@ import TestSupport
         try await elsewhere.run { (elsewhereURL) async throws in
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
             proxy.attack(.redirectImages(to: elsewhereURL.appendingPathComponent("images/internal")))
-            try await withGallery { galleryURL, database in
-                proxy.route(to: galleryURL)
-                try await proxy.run { proxyURL in
-                    let model = makeModel(proxyURL, database)
-                    await model.loadAndVerify()
-                    let progress = model.progress.value
-                    #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
-                    #expect(elsewhere.totalRequests == 0)
-                    let failure = await #expect(throws: ImagePipeline.Error.self) {
-                        try await database.image(model.imageRequest(model.imageFeed[0]))
-                    }
-                    #expect(failure?.description.contains("302") == true, "\(String(describing: failure))")
+            try await proxy.inFrontOfGallery { proxyURL, database in
+                let model = makeModel(proxyURL, database)
+                await model.loadAndVerify()
+                let progress = model.progress.value
+                #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
+                #expect(elsewhere.totalRequests == 0)
+                let failure = await #expect(throws: ImagePipeline.Error.self) {
+                    try await database.image(model.imageRequest(model.imageFeed[0]))
                 }
+                #expect(failure?.description.contains("302") == true, "\(String(describing: failure))")
             }
         }
     }

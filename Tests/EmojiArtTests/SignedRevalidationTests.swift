@@ -27,28 +27,25 @@ import TestSupport
     /// until all eight are in.
     @Test func catalogLoadsAtOnceShareOneFeedCheck() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-        try await withGallery { galleryURL, database in
-            proxy.route(to: galleryURL)
-            try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
-                await model.loadAndVerify()
-                #expect(model.phase.value == .ready)
-                let held = Gate()
-                proxy.attack(.holdFeed(held))
-                let before = proxy.feedRequests
-                await withTaskGroup(of: Bool.self) { group in
-                    for _ in 0..<8 { group.addTask { await model.refreshIfFeedChanged() } }
-                    // Seven share the check the first one started, which waits at the proxy.
-                    for await shared in model.sharedFeedChecks.stream() where shared >= 7 { break }
-                    held.open()
-                    for await started in group { #expect(!started, "the feed did not change") }
-                }
-                #expect(proxy.feedRequests - before == 1)
-                #expect(model.feedOrigin.value == .revalidated)
-                // Once it is over, the next load checks again.
-                #expect(await model.refreshIfFeedChanged() == false)
-                #expect(proxy.feedRequests - before == 2)
+        try await proxy.inFrontOfGallery { proxyURL, database in
+            let model = makeModel(proxyURL, database)
+            await model.loadAndVerify()
+            #expect(model.phase.value == .ready)
+            let held = Gate()
+            proxy.attack(.holdFeed(held))
+            let before = proxy.feedRequests
+            await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 { group.addTask { await model.refreshIfFeedChanged() } }
+                // Seven share the check the first one started, which waits at the proxy.
+                for await shared in model.sharedFeedChecks.stream() where shared >= 7 { break }
+                held.open()
+                for await started in group { #expect(!started, "the feed did not change") }
             }
+            #expect(proxy.feedRequests - before == 1)
+            #expect(model.feedOrigin.value == .revalidated)
+            // Once it is over, the next load checks again.
+            #expect(await model.refreshIfFeedChanged() == false)
+            #expect(proxy.feedRequests - before == 2)
         }
     }
 
@@ -131,18 +128,15 @@ import TestSupport
 
     @Test func anOlderGallerysUnsigned304IsRefusedAndItsSigned200Taken() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .unsignedNotModifiedThrough)
-        try await withGallery { galleryURL, database in
-            proxy.route(to: galleryURL)
-            try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
-                try await model.loadImages()
-                try await model.loadImages()
-                // The 304 (its signature dropped) was refused; the second, plain request was
-                // answered with the signed feed.
-                #expect(model.feedOrigin.value == .downloaded)
-                #expect(model.signatureFailures.value == ["missing_signature": 1])
-                #expect(model.feedRefusal.value == nil)
-            }
+        try await proxy.inFrontOfGallery { proxyURL, database in
+            let model = makeModel(proxyURL, database)
+            try await model.loadImages()
+            try await model.loadImages()
+            // The 304 (its signature dropped) was refused; the second, plain request was
+            // answered with the signed feed.
+            #expect(model.feedOrigin.value == .downloaded)
+            #expect(model.signatureFailures.value == ["missing_signature": 1])
+            #expect(model.feedRefusal.value == nil)
         }
     }
 
@@ -205,15 +199,12 @@ import TestSupport
 
     @Test func aProxysOwnSignatureAddedFirstDoesNotFailTheGenuineFeed() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .addOwnSignatureFirst(SigningKey()))
-        try await withGallery { galleryURL, database in
-            proxy.route(to: galleryURL)
-            try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
-                #expect(try await model.loadImages().count == 87)
-                try await model.loadImages()
-                #expect(model.feedOrigin.value == .revalidated, "its 304, with the proxy's signature first, too")
-                #expect(model.signatureFailures.value.isEmpty)
-            }
+        try await proxy.inFrontOfGallery { proxyURL, database in
+            let model = makeModel(proxyURL, database)
+            #expect(try await model.loadImages().count == 87)
+            try await model.loadImages()
+            #expect(model.feedOrigin.value == .revalidated, "its 304, with the proxy's signature first, too")
+            #expect(model.signatureFailures.value.isEmpty)
         }
     }
 

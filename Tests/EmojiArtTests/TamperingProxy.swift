@@ -74,6 +74,15 @@ final class TamperingProxy: Sendable {
     /// Changes the attack.
     func attack(_ attack: Attack) { state.withLock { $0.attack = attack } }
 
+    /// Runs a real gallery (``withGallery``) and this proxy in front of it until `body` returns;
+    /// `body` gets the proxy's base URL, the gallery an app is given, and the cache.
+    func inFrontOfGallery<T: Sendable>(_ body: (_ proxyURL: URL, _ database: ImageDatabase) async throws -> T) async throws -> T {
+        try await withGallery { galleryURL, database in
+            route(to: galleryURL)
+            return try await run { proxyURL in try await body(proxyURL, database) }
+        }
+    }
+
     /// Runs the proxy until `body` returns; `body` gets its base URL.
     func run<T: Sendable>(_ body: (URL) async throws -> T) async throws -> T {
         let router = Router()
