@@ -24,10 +24,19 @@ struct CacheCommand: AsyncParsableCommand {
         @Option(help: "A running app's URL, e.g. http://127.0.0.1:8080: show its live counters.")
         var app: String?
 
+        func validate() throws {
+            if let app { _ = try CacheCommand.appBase(app) }
+        }
+
         func run() async throws {
-            if let app {
+            if let app = try app.map(CacheCommand.appBase) {
                 let deadline = ContinuousClock.now + .seconds(5)
                 let response = try await HTTPImageFetcher.defaultClient.execute(HTTPClientRequest(url: app + "/stats"), timeout: .seconds(5))
+                let type = response.headers.first(name: "content-type") ?? "none"
+                guard response.status.code == 200, type.hasPrefix("application/json") else {
+                    throw CommandFailure("\(app)/stats answered \(response.status.code) with content type \(TerminalText.printable(type)), "
+                        + "not an EmojiArt app's counters (200, JSON): give the address the app prints when it starts")
+                }
                 let body = try await response.body.collect(upTo: 1 << 20, by: deadline)
                 // Another server may answer at that URL: its bytes reach the terminal printable.
                 print(TerminalText.printable(String(buffer: body), keepingNewlines: true))
@@ -68,11 +77,12 @@ struct CacheCommand: AsyncParsableCommand {
             if memory, app == nil {
                 throw ValidationError("the memory cache lives in a running app: pass --app URL with --memory")
             }
+            if let app { _ = try CacheCommand.appBase(app) }
         }
 
         func run() async throws {
             let (clearMemory, clearDisk) = memory || disk ? (memory, disk) : (app != nil, true)
-            if let app {
+            if let app = try app.map(CacheCommand.appBase) {
                 // The app answers 303 back to a page: that is the answer; following it would
                 // render the catalog (and start its prefetches) for nothing.
                 let client = HTTPClient(
@@ -87,7 +97,12 @@ struct CacheCommand: AsyncParsableCommand {
                     guard response.status.code != 421 else {
                         throw CommandFailure("\(app) does not answer to that host name (421): use the address it prints, or start it with --allowed-host NAME")
                     }
-                    guard response.status.code < 400 else { throw CommandFailure("\(app)\(path) answered \(response.status.code)") }
+                    // The app answers a clear with 303 (back to the page): any other answer is not
+                    // the app's, and nothing is known to be cleared.
+                    guard response.status.code == 303 else {
+                        throw CommandFailure("\(app)\(path) answered \(response.status.code), not as an EmojiArt app does (303): "
+                            + "nothing is known to be cleared; give the address the app prints when it starts")
+                    }
                     print("cleared \(path == "/cache/clear-memory" ? "memory" : "disk") cache of \(app)")
                 }
                 return
@@ -98,5 +113,16 @@ struct CacheCommand: AsyncParsableCommand {
             await database.clear()
             print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
         }
+    }
+
+    /// A running app's base URL from `--app`: `http` or `https`, a host, and no path (a trailing
+    /// `/` is dropped), query, fragment or user. The routes are appended to it.
+    static func appBase(_ text: String) throws -> String {
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", let host = url.host, !host.isEmpty,
+              url.path.isEmpty || url.path == "/", url.query == nil, url.fragment == nil, url.user == nil, url.password == nil
+        else {
+            throw ValidationError("--app must be a running app's address, e.g. http://127.0.0.1:8080 (http or https, no path), got '\(TerminalText.printable(text))'")
+        }
+        return url.path == "/" ? String(text.dropLast()) : text
     }
 }

@@ -164,7 +164,10 @@ import TestSupport
     /// title and clear the screen were printed raw (attacker round 4).
     @Test func cacheStatsWithAppPrintsOnlyPrintableText() async throws {
         let router = Router()
-        router.get("stats") { _, _ in "\u{1B}]0;pwned\u{07}\u{1B}[2J{\"memoryHits\": 1}\nnext line" }
+        router.get("stats") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: .init(byteBuffer: ByteBuffer(string: "\u{1B}]0;pwned\u{07}\u{1B}[2J{\"memoryHits\": 1}\nnext line")))
+        }
         try await withLiveServer({ onRunning in
             Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { await onRunning($0.localAddress?.port ?? 0) })
         }) { port in
@@ -172,6 +175,31 @@ import TestSupport
             #expect(outcome.status == 0, "\(outcome.output)")
             #expect(!outcome.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(outcome.output)")
             #expect(outcome.output.contains("\u{FFFD}]0;pwned\u{FFFD}\u{FFFD}[2J{\"memoryHits\": 1}\nnext line"), "\(outcome.output)")
+        }
+    }
+
+    /// `--app` names a running app: another server's answer is not taken for the app's. A 200 to a
+    /// clear (any server's page) said "cleared" and a 404 page was printed as counters.
+    @Test func cacheCommandsWithAppTakeOnlyTheAppsAnswers() async throws {
+        let router = Router()
+        router.post("cache/clear-memory") { _, _ in "ok" }
+        router.post("cache/clear-disk") { _, _ in Response(status: .found, headers: [.location: "/"]) }
+        try await withLiveServer({ onRunning in
+            Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { await onRunning($0.localAddress?.port ?? 0) })
+        }) { port in
+            let app = "http://127.0.0.1:\(port)"
+            for flag in ["--memory", "--disk"] {
+                let clear = try await run(["cache", "clear", flag, "--app", app])
+                #expect(clear.status != 0, "\(clear.output)")
+                #expect(clear.output.contains("not as an EmojiArt app does (303)") && !clear.output.contains(" cache of "), "\(clear.output)")
+            }
+            let stats = try await run(["cache", "stats", "--app", app])
+            #expect(stats.status != 0)
+            #expect(stats.output.contains("/stats answered 404"), "\(stats.output)")
+        }
+        for url in ["127.0.0.1:8080", "ftp://127.0.0.1", "http://127.0.0.1:8080/stats", "http://127.0.0.1:8080/?x=1", "http://u@127.0.0.1"] {
+            let outcome = try await run(["cache", "stats", "--app", url])
+            #expect(outcome.status != 0 && outcome.output.contains("--app must be a running app's address"), "\(url): \(outcome.output)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GalleryServer
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Imaging
@@ -293,6 +294,38 @@ import GalleryFeed
             try await client.execute(uri: "/gallery/test/release?count=0", method: .post) { response in
                 #expect(response.status == .badRequest)
             }
+        }
+    }
+
+    /// No web page may hold, release or open the gate or publish new art: any request with
+    /// `Origin`, or `Sec-Fetch-Site` other than `none`, is refused and changes nothing, whatever
+    /// its site (a page at a name rebound to the gallery's address says `same-origin`).
+    @Test func noWebPageMayUseTheTestRoutes() async throws {
+        let gate = ImageGate()
+        try await gallery(.init(port: 0, imageGate: gate, revisionInterval: .zero)).test(.router) { client in
+            let edition = try await client.execute(uri: "/gallery/images", method: .get) { $0.headers[.eTag] }
+            let pages: [HTTPFields] = [
+                [.origin: "http://evil.example"], [.origin: "null"],
+                [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], [HTTPField.Name("Sec-Fetch-Site")!: "same-origin"],
+            ]
+            for fields in pages {
+                for (uri, method) in [("/gallery/test/open", HTTPRequest.Method.post), ("/gallery/test/release?count=5", .post),
+                                      ("/gallery/test/revise", .post), ("/gallery/test/gate", .get)] {
+                    try await client.execute(uri: uri, method: method, headers: fields) { response in
+                        #expect(response.status == .forbidden, "\(method) \(uri) with \(fields)")
+                        #expect(String(buffer: response.body).contains("answer no web page"))
+                    }
+                }
+            }
+            #expect(gate.status.permits == 0 && !gate.status.open)
+            #expect(try await client.execute(uri: "/gallery/images", method: .get) { $0.headers[.eTag] } == edition)
+            // An address typed by hand (`none`) and a script (no fields) pass.
+            try await client.execute(uri: "/gallery/test/release?count=5", method: .post, headers: [HTTPField.Name("Sec-Fetch-Site")!: "none"]) {
+                #expect($0.status == .ok)
+            }
+            try await client.execute(uri: "/gallery/test/revise", method: .post) { #expect($0.status == .ok) }
+            #expect(gate.status.permits == 5)
+            #expect(try await client.execute(uri: "/gallery/images", method: .get) { $0.headers[.eTag] } != edition)
         }
     }
 

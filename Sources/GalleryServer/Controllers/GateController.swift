@@ -8,12 +8,14 @@ import Hummingbird
 /// - `POST /gallery/test/release?count=N`: lets N more image requests through (N in 1...10000);
 /// - `POST /gallery/test/open`: lets every image request through from now on.
 ///
-/// Each answers the gate's status after the change.
+/// Each answers the gate's status after the change. No web page may use them
+/// (``NotFromPagesMiddleware``).
 struct GateController<Context: RequestContext>: Sendable {
     let gate: ImageGate
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
+        routes.add(middleware: NotFromPagesMiddleware())
         routes.get("gate") { _, _ in status() }
         routes.post("release") { request, _ in
             guard let text = request.uri.queryParameters["count"], text.utf8.count <= 5,
