@@ -405,6 +405,14 @@ final class RunningCluster: Sendable {
             #expect(image.version == .http2 && image.headers.first(name: "content-type") == "image/png")
             #expect(image.headers.first(name: "cache-control") == "no-cache")
             _ = try await image.body.collect(upTo: 1 << 20)
+            // HSTS on every answer of a TLS edge: a page, an image the edge keeps (its location has
+            // add_header of its own, which nginx does not merge with the server's), one it passes
+            // on uncached, and an error of the edge's own.
+            for path in ["/", String(thumbnail), String(thumbnail.prefix { $0 != "?" }), "/metrics"] {
+                let answer = try await cluster.client.execute(HTTPClientRequest(url: cluster.edge + path), timeout: .seconds(30))
+                #expect(answer.headers.first(name: "strict-transport-security") == "max-age=31536000", "\(path): \(answer.headers)")
+                _ = try await answer.body.collect(upTo: 1 << 20)
+            }
 
             // The hash printed is that of the key the edge's certificate carries.
             let printed = try #require(cluster.output.first { $0.contains("--ignore-certificate-errors-spki-list=") })

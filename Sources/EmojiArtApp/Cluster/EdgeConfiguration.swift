@@ -269,9 +269,9 @@ public struct EdgeConfiguration: Sendable, Hashable {
             """
     }
 
-    /// The edge's `listen` line, with TLS and HTTP/2 and the certificate's lines when ``tls`` is
-    /// set (nginx 1.22 writes HTTP/2 as a `listen` parameter; it speaks HTTP/1.1 to the
-    /// instances all the same).
+    /// The edge's `listen` line, with TLS and HTTP/2, the certificate's lines and HSTS when
+    /// ``tls`` is set (nginx 1.22 writes HTTP/2 as a `listen` parameter; it speaks HTTP/1.1 to
+    /// the instances all the same).
     private var edgeListen: String {
         guard let tls else { return "listen \(host):\(edgePort);" }
         return """
@@ -280,8 +280,16 @@ public struct EdgeConfiguration: Sendable, Hashable {
             ssl_certificate_key \(Self.quoted(tls.key));
             ssl_protocols TLSv1.2 TLSv1.3;
             ssl_session_cache shared:emojiart_tls:1m;
+
+            # A browser that reached the edge over TLS comes back over TLS only, for a year. A
+            # location with add_header of its own (the images') says it again: nginx's add_header
+            # is not inherited into a location that has one.
+            \(Self.strictTransportSecurity)
         """
     }
+
+    /// HSTS (RFC 6797) for a year, on every answer of a TLS edge, errors included.
+    static let strictTransportSecurity = #"add_header Strict-Transport-Security "max-age=31536000" always;"#
 
     /// The edge's location for one image route. A warm request is a cache hit: `open_file_cache`
     /// keeps the cache files open, so a hit costs no `open`, `fstat` or `close`. That is safe here
@@ -311,7 +319,7 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_next_upstream_tries 3;
                 proxy_connect_timeout 2s;
                 open_file_cache max=10000 inactive=60s;
-                add_header X-Cache-Status $upstream_cache_status always;
+                add_header X-Cache-Status $upstream_cache_status always;\(tls == nil ? "" : "\n        " + Self.strictTransportSecurity)
             }
         """
     }
