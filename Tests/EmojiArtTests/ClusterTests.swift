@@ -334,11 +334,40 @@ final class RunningCluster: Sendable {
                 clears.append(Int(try await cluster.client.execute(clear, timeout: .seconds(30)).status.code))
             }
             #expect(clears.first != 429 && clears.contains(429), "\(clears)")
+
+            // A client holds at most 16 event streams through the edge: the 17th is refused while
+            // they are open (one client could take all 256 of its instance's), and is served once
+            // they are closed.
+            let over = try await Self.holdingEventStreams(16, edgePort: edgePort) {
+                try await RawHTTPConnection.with(port: edgePort) { connection in
+                    try await connection.send(["/events"], fields: ["Host: localhost"])
+                    return try await connection.response()?.status
+                }
+            }
+            #expect(over.held == Array(repeating: 200, count: 16) && over.next == 429, "\(over)")
+            let after = try await RawHTTPConnection.with(port: edgePort) { connection in
+                try await connection.send(["/events"], fields: ["Host: localhost"])
+                return try await connection.response()?.status
+            }
+            #expect(after == 200)
         } catch {
             try await cluster.stop()
             throw error
         }
         try await cluster.stop()
+    }
+
+    /// Opens `count` event streams through the edge, one connection each, and runs `body` while
+    /// all are open: the streams' statuses and `body`'s result.
+    static func holdingEventStreams(
+        _ count: Int, edgePort: Int, held: [Int?] = [], then body: () async throws -> Int?
+    ) async throws -> (held: [Int?], next: Int?) {
+        guard held.count < count else { return (held, try await body()) }
+        return try await RawHTTPConnection.with(port: edgePort) { connection in
+            try await connection.send(["/events"], fields: ["Host: localhost"])
+            let status = try await connection.response()?.status
+            return try await holdingEventStreams(count, edgePort: edgePort, held: held + [status], then: body)
+        }
     }
 
     @Test func theEdgeKeepsOneEntryPerFormatNotOnePerAcceptAndNeverAStandIn() async throws {

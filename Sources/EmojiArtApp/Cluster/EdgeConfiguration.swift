@@ -172,6 +172,10 @@ public struct EdgeConfiguration: Sendable, Hashable {
             # cost its instance 13 % of a core and the gallery a fetch per piece each time).
             limit_req_zone $binary_remote_addr zone=emojiart_actions:1m rate=30r/m;
 
+            # Event streams (a page's live counters) are held open: each client may hold 16 at once,
+            # then 429, so no client takes every stream its instance serves (256) from the others.
+            limit_conn_zone $binary_remote_addr zone=emojiart_streams:1m;
+
             # One browser, one instance: its toolbar counts and clears that instance's caches.
             upstream emojiart_pages {
                 hash $remote_addr consistent;
@@ -212,6 +216,8 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 }
 
                 location = /events {
+                    limit_conn emojiart_streams 16;
+                    limit_conn_status 429;
                     proxy_pass http://emojiart_pages;
                     proxy_buffering off;
                     proxy_read_timeout 1h;
