@@ -19,7 +19,7 @@ struct AnswerOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Compress pages, JSON, scripts and styles with gzip or deflate for clients that accept it (on by default; images never). --no-compression answers them as they are, to compare.")
     var compression = true
 
-    @Option(help: ArgumentHelp("The image formats offered, comma-separated, png included: each image answer is the smallest the request's Accept names (AVIF, then WebP), else PNG. An AVIF not made yet is answered with the next format accepted while it is made in the background.", valueName: "list"))
+    @Option(help: ArgumentHelp("The image formats offered, comma-separated, png included: each image answer is the smallest the request's Accept names (AVIF, then WebP), else PNG. A format slow to make (AVIF, WebP) not made yet is answered with the best accepted format already made, else a PNG, while it is made in the background.", valueName: "list"))
     var formats = "avif,webp,png"
 
     /// ``formats`` parsed (``validate()`` has checked it).

@@ -21,7 +21,7 @@ struct AppCommand: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = AppConfiguration(
-            host: server.host, port: server.port ?? 8080, galleryURL: client.galleryURL, concurrency: client.concurrency,
+            host: server.host, port: server.port, galleryURL: client.galleryURL, concurrency: client.concurrency,
             trust: client.trust, offline: client.offline, httpCache: answers.httpCache, instanceName: answers.instanceName,
             fastLane: server.fastLane, compression: answers.compression, formats: answers.servedFormats,
             allowedHosts: answers.allowedHost

@@ -16,15 +16,16 @@ struct GalleryCommand: AsyncParsableCommand {
             Also GET /health and GET /metrics (Prometheus). Stops cleanly on Ctrl-C or SIGTERM. The fault options and \
             --hold-images are for tests and demos and are off by default.
 
-            The feed is signed (RFC 9421 HTTP Message Signatures, Ed25519, over its status, type and \
-            Content-Digest) with the gallery's key, published at GET /gallery/key as a JSON Web Key. The key lives in \
+            The feed is signed (RFC 9421 HTTP Message Signatures, Ed25519, over its status, ETag, type and \
+            Content-Digest; a 304 over its status and ETag) with the gallery's key, published at GET /gallery/key as a JSON Web Key. The key lives in \
             $XDG_DATA_HOME/emojiart/gallery-signing.key (default ~/.local/share/emojiart/), created with mode 0600 on \
             first start; --signing-key FILE uses another. The file holds the raw 32-byte Ed25519 private key, \
             base64-encoded, on one line (swift-crypto has no PEM form for Ed25519 keys). To rotate the key, start the \
             gallery with a new file; apps that trusted the old key refuse the feed until `emojiart trust --gallery URL`.
 
             With --hold-images every image request waits until it is let through: POST /gallery/test/release?count=N \
-            lets N more through, POST /gallery/test/open lets all through, GET /gallery/test/gate shows the counts.
+            lets N more through, POST /gallery/test/open lets all through, GET /gallery/test/gate shows the counts. \
+            These routes, and POST /gallery/test/revise, refuse any request a web page sends (403).
 
             Images are sent with Cache-Control: public, max-age=S (--max-age), or the whole field given with \
             --cache-control, and with ETag and Last-Modified; conditional requests (If-None-Match, else \
@@ -98,7 +99,7 @@ struct GalleryCommand: AsyncParsableCommand {
     func galleryConfiguration() throws -> GalleryConfiguration {
         let key = try gallerySigningKey(signingKey)
         var configuration = GalleryConfiguration(
-            host: server.host, port: server.port ?? 8080, seed: seed,
+            host: server.host, port: server.port, seed: seed,
             faults: .init(
                 latency: .milliseconds(latency), failureRate: failureRate, truncateRate: truncateRate,
                 corruptRate: corruptRate, seed: faultSeed

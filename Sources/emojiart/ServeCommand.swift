@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
             var iterator = ports.makeAsyncIterator()
             guard let galleryPort = await iterator.next() else { return }
             var configuration = AppConfiguration(
-                host: server.host, port: server.port ?? 8080,
+                host: server.host, port: server.port,
                 galleryURL: URL(string: URL.origin(host: "127.0.0.1", port: galleryPort))!, concurrency: concurrency,
                 trust: .pinned(fingerprint: key.fingerprint), httpCache: answers.httpCache, fastLane: server.fastLane,
                 compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost

@@ -12,7 +12,7 @@ struct ServerOptions: ParsableArguments {
     var host = "127.0.0.1"
 
     @Option(help: "Port to bind; 0 picks a free one.")
-    var port: Int?
+    var port = 8080
 
     @Flag(inversion: .prefixedNo, help: "Answer images already in memory on the event loop, byte for byte as the routes would (on by default; --no-fast-lane sends every request through the router, to compare). The gallery never uses it while faults or --hold-images are on.")
     var fastLane = true
