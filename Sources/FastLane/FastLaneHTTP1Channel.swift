@@ -19,6 +19,8 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         /// The async channel of Hummingbird's request loop.
         public let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
         let handoffs: Handoffs?
+        /// Completes when the client closes the connection or its input (``connectionEnd``).
+        let end: EventLoopFuture<Void>
 
         /// The connection's channel.
         public var channel: any Channel { asyncChannel.channel }
@@ -60,6 +62,9 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
             let handoffs = lane.map { _ in Handoffs() }
+            let end = channel.eventLoop.makePromise(of: Void.self)
+            channel.closeFuture.whenComplete { _ in end.succeed() }
+            try pipeline.addHandler(ConnectionEndHandler(end))
             if let lane {
                 // NIO's encoder and decoder as `configureHTTPServerPipeline` adds them, but not
                 // paired: the lane writes its answers past the encoder, and itself keeps answers to
@@ -86,7 +91,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                 wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
             )
-            return Connection(asyncChannel: asyncChannel, handoffs: handoffs)
+            return Connection(asyncChannel: asyncChannel, handoffs: handoffs, end: end.futureResult)
         }
     }
 
@@ -94,6 +99,12 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// takes the handoff the lane left for it, bound for that request alone (a task-local, so a
     /// task its route starts sees that request's and no other's).
     public func handle(value connection: Value, logger: Logger) async {
+        await Self.$connectionEnd.withValue(connection.end) {
+            await serve(connection, logger: logger)
+        }
+    }
+
+    private func serve(_ connection: Value, logger: Logger) async {
         guard let handoffs = connection.handoffs else {
             return await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
         }
@@ -107,6 +118,30 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             }
         }
         await handing.handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
+    }
+}
+
+extension FastLaneHTTP1Channel {
+    /// The end of the connection whose requests the current task serves: completes when the
+    /// client closes the connection or its input, or the channel closes. A long answer (an event
+    /// stream) ends on it at once; otherwise only its next write would find the client gone. `nil`
+    /// outside a connection of this channel (a router test).
+    @TaskLocal public static var connectionEnd: EventLoopFuture<Void>?
+}
+
+/// The first handler of a connection: completes `end` when the client closes its side of the
+/// connection (NIO's `inputClosed`: Hummingbird's child channels allow half-closure, so the
+/// channel itself stays open until its answer is done, which for an event stream is never), and
+/// passes every event on. The channel's close completes `end` too.
+final class ConnectionEndHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+    private let end: EventLoopPromise<Void>
+
+    init(_ end: EventLoopPromise<Void>) { self.end = end }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed? = event as? ChannelEvent { end.succeed() }
+        context.fireUserInboundEventTriggered(event)
     }
 }
 

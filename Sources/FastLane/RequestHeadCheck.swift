@@ -18,6 +18,10 @@ import NIOHTTP1
 /// - An HTTP/1.0 request without `Connection: keep-alive` goes on with `Connection: close`: its
 ///   connection ends with its answer, as an HTTP/1.0 client expects (before, it stayed open until
 ///   the idle time-out, and a client reading to the end of the connection waited that long).
+/// - So does a request that asks to switch protocols (an `Upgrade` field) or a `CONNECT`: NIO's
+///   decoder reads nothing after one (it leaves the bytes to an upgrader, and these servers have
+///   none), so a request pipelined behind it, perhaps another client's on a proxy's shared
+///   connection, would wait for the idle time-out (attacker round 5).
 ///
 /// HTTP/1.0 without `Host` goes on. A request that follows the rules, as every browser's does, is
 /// passed on untouched.
@@ -47,10 +51,11 @@ final class RequestHeadCheck: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
-    /// Whether `head` is HTTP/1.0 without keep-alive, and does not say `Connection: close` in the
-    /// one form Hummingbird reads.
+    /// Whether `head` is HTTP/1.0 without keep-alive, asks to switch protocols or is a `CONNECT`,
+    /// and does not say `Connection: close` in the one form Hummingbird reads.
     static func endsConnection(_ head: HTTPRequestHead) -> Bool {
-        head.version == .http1_0 && !head.isKeepAlive && head.headers["connection"] != ["close"]
+        let last = (head.version == .http1_0 && !head.isKeepAlive) || head.headers.contains(name: "upgrade") || head.method == .CONNECT
+        return last && head.headers["connection"] != ["close"]
     }
 
     /// What becomes of a request head.

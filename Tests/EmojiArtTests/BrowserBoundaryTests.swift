@@ -85,6 +85,23 @@ import TestSupport
         }
     }
 
+    /// Only the app's own pages may open an event stream, by the rule of the state-changing
+    /// requests: a page of another site could otherwise take every stream from the app's own pages
+    /// (attacker round 5: a page that opened and dropped `/events` in a loop). A refused request
+    /// takes no slot, and a stream's slot comes back as soon as its connection closes.
+    @Test func eventStreamsOnlyForTheAppsOwnPages() async throws {
+        try await withVerifiedApp(allowedHosts: ["emojiart.example", "::1"]) { port, _, services in
+            let open = services.eventStreams.open
+            for (template, refused) in Self.posts {
+                let fields = template.map { $0.replacingOccurrences(of: "PORT", with: "\(port)") }
+                let answer = try await ask(port, "/events", fields: fields)
+                #expect(answer.status == (refused ? 403 : 200), "\(fields): \(answer)")
+                // The connection is closed: the stream, if one began, gives its slot back.
+                for await count in open.stream() where count == 0 { break }
+            }
+        }
+    }
+
     @Test func retryAndClearMemoryAreGuardedToo() async throws {
         try await withServer { (server: Server) async throws in
             let cross = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: cross-site"]
@@ -183,6 +200,14 @@ import TestSupport
                 return (try await connection.response()?.status, try await connection.closed())
             }
             #expect(closing == 200 && after.isEmpty, "HTTP/1.0 closes, fast lane \(fastLane)")
+            // A request to switch protocols is answered and ends its connection: NIO's decoder reads
+            // nothing after it, so the request pipelined behind it would wait for the idle time-out
+            // (this server has none: were the connection kept, the test would wait to its limit).
+            let (upgraded, upgradeRest) = try await RawHTTPConnection.with(port: port) { connection in
+                try await connection.send("GET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\nConnection: Upgrade\nUpgrade: websocket\n\nGET /thumbs/5 HTTP/1.1\nHost: 127.0.0.1\n\n")
+                return (try await connection.response()?.status, try await connection.closed())
+            }
+            #expect(upgraded == 200 && upgradeRest.isEmpty, "an upgrade is answered and its connection closed, fast lane \(fastLane)")
             let kept = try await RawHTTPConnection.with(port: port) { connection in
                 var statuses: [Int?] = []
                 for _ in 0..<2 {

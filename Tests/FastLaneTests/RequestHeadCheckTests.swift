@@ -50,17 +50,20 @@ import Testing
         #expect(RequestHeadCheck.check(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: headers)) == .pass)
     }
 
-    /// HTTP/1.0 ends its connection with its answer unless it asks to keep it: Hummingbird, which
-    /// sees no version, is told so with `Connection: close`.
+    /// HTTP/1.0 ends its connection with its answer unless it asks to keep it, and so does a
+    /// request to switch protocols or a `CONNECT` (NIO's decoder reads nothing after them):
+    /// Hummingbird, which sees no version, is told so with `Connection: close`.
     @Test func anHTTP10RequestWithoutKeepAliveSaysClose() throws {
         let channel = EmbeddedChannel(handler: RequestHeadCheck())
         defer { _ = try? channel.finish() }
         for (version, connection, forwarded) in [
             (HTTPVersion.http1_0, nil, ["close"]), (.http1_0, "Close", ["close"]), (.http1_0, "keep-alive", ["keep-alive"]),
             (.http1_0, "close", ["close"]), (.http1_1, nil, []), (.http1_1, "close", ["close"]),
+            (.http1_1, "upgrade", ["close"]), (.http1_1, "keep-alive, Upgrade", ["close"]),
         ] as [(HTTPVersion, String?, [String])] {
             var head = HTTPRequestHead(version: version, method: .GET, uri: "/", headers: ["Host": "a"])
             if let connection { head.headers.add(name: "Connection", value: connection) }
+            if connection?.lowercased().contains("upgrade") == true { head.headers.add(name: "Upgrade", value: "websocket") }
             try channel.writeInbound(HTTPServerRequestPart.head(head))
             guard case let .head(passed)? = try channel.readInbound(as: HTTPServerRequestPart.self) else {
                 Issue.record("no head for \(version) \(String(describing: connection))")
@@ -68,6 +71,13 @@ import Testing
             }
             #expect(passed.headers["connection"] == forwarded, "\(version) \(String(describing: connection))")
         }
+        let connect = HTTPRequestHead(version: .http1_1, method: .CONNECT, uri: "a:443", headers: ["Host": "a:443"])
+        try channel.writeInbound(HTTPServerRequestPart.head(connect))
+        guard case let .head(passed)? = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+            Issue.record("no head for CONNECT")
+            return
+        }
+        #expect(passed.headers["connection"] == ["close"])
     }
 
     /// A refused head becomes a parse error, as the decoder's own, and nothing after it goes on;

@@ -1,7 +1,9 @@
+import FastLane
 import Foundation
 import HTTPTypes
 import Hummingbird
 import ImageCache
+import NIOCore
 import ServiceLifecycle
 
 /// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
@@ -9,24 +11,33 @@ import ServiceLifecycle
 /// fetch, or a move of the count of variants left to make in the background: at most ten a
 /// second, made once for every stream (``StatsBroadcast``).
 ///
-/// Each stream follows the model's and the database's live values; it ends when the client
-/// goes away (found at the next write: each stream writes a comment line every
-/// ``AppServices/eventStreamHeartbeat``) or the server shuts down gracefully. At most
+/// Each stream follows the model's and the database's live values; it ends when its client closes
+/// the connection (`FastLaneHTTP1Channel.connectionEnd`: at once, so a client that opens and drops
+/// streams in a loop holds no slot; a client gone without a word is found at the next write, and
+/// each stream writes a comment line every ``AppServices/eventStreamHeartbeat``) or the server
+/// shuts down gracefully. At most
 /// ``AppConfiguration/maxEventStreams`` are open at once (``EventStreamSlots``); one more is
 /// answered 503 with `Retry-After`: no client can hold every connection and the memory of
-/// streams it never reads.
+/// streams it never reads. Only the app's own pages may open one: a request another site's page
+/// sent (``BrowserGuardMiddleware/crossSiteReason(_:)``) is refused with 403 before it takes a
+/// slot, so no page a visitor opens can take the streams of the app's own pages.
 struct EventsController<Context: RequestContext>: Sendable {
     let services: AppServices
 
     var endpoints: RouteCollection<Context> {
         let routes = RouteCollection(context: Context.self)
-        routes.get("events") { _, _ in
+        routes.get("events") { request, _ in
+            if let reason = BrowserGuardMiddleware<Context>.crossSiteReason(request) {
+                services.metrics.refused(.crossSite)
+                throw HTTPError(.forbidden, message: "Only the app's own pages follow its events, and \(reason).")
+            }
             guard let slot = services.eventStreams.take() else {
                 throw HTTPError(
                     .serviceUnavailable, headers: [.retryAfter: "30"],
                     message: "\(services.eventStreams.limit) event streams are open, the most this app serves at once: close a page, or try again later"
                 )
             }
+            let end = FastLaneHTTP1Channel.connectionEnd
             return Response(
                 status: .ok,
                 // Never buffered by a proxy in front (nginx honours X-Accel-Buffering).
@@ -34,15 +45,18 @@ struct EventsController<Context: RequestContext>: Sendable {
                 // The slot goes back when the answer does: written, failed, or never begun.
                 body: ResponseBody { writer in
                     defer { withExtendedLifetime(slot) {} }
-                    try await stream(to: &writer)
+                    try await stream(to: &writer, until: end)
                 }
             )
         }
         return routes
     }
 
-    func stream(to writer: inout any ResponseBodyWriter) async throws {
+    /// Writes the events to `writer` until the server shuts down gracefully or `end` (the
+    /// connection's end; `nil`: none known) completes.
+    func stream(to writer: inout any ResponseBodyWriter, until end: EventLoopFuture<Void>?) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
+        end?.whenComplete { _ in continuation.finish() }
         let (model, broadcast) = (services.model, services.statsBroadcast)
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
