@@ -11,7 +11,8 @@ import NIOHTTPTypesHTTP1
 /// decoder (and the decoder not paired with the encoder: see ``FastLane``). Right after the
 /// decoder, lane or not, RFC 9112's rules for `Host` hold (`RequestHeadCheck`): an HTTP/1.1 request
 /// without one, or with two, is answered 400, and a request in absolute form goes on in origin form
-/// with its target's host. Without a lane it is otherwise `HTTP1Channel`'s pipeline.
+/// with its target's host. First of all, `ConnectionEndHandler` tells when the client closes the
+/// connection (``connectionEnd``). Without a lane it is otherwise `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// One accepted connection: the async channel Hummingbird reads requests from and writes
     /// answers to, and what the lane hands on with the requests it passes.
