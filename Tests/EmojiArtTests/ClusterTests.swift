@@ -303,6 +303,17 @@ final class RunningCluster: Sendable {
                 return try await connection.response()
             }
             #expect(named?.status == 421, "absolute form")
+            // A request that names no host is refused by the edge itself (its own 400 page): sent on
+            // without one, an instance would refuse it too and close a pooled connection.
+            for (request, status) in [("GET / HTTP/1.0\n\n", 400), ("GET / HTTP/1.0\nHost: localhost\n\n", 200)] {
+                let answer = try await RawHTTPConnection.with(port: edgePort) { connection in
+                    try await connection.send(request)
+                    return try await connection.response()
+                }
+                #expect(answer?.status == status, "\(request.debugDescription)")
+                let page = String(decoding: answer?.body ?? [], as: UTF8.self)
+                #expect(status == 200 || page.contains("<hr><center>nginx"), "the edge's own page: \(page)")
+            }
             for _ in 0..<2 {
                 let foreign = try await cluster.get(current, headers: [("Host", "attacker.example")])
                 #expect(foreign.status == 421 && foreign.headers.first(name: "x-cache-status") != "HIT")

@@ -195,6 +195,10 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
 
+                # A request that names no host (HTTP/1.0 without Host) is refused here: an instance, asked
+                # without one, would answer 400 and close a kept connection of the pool.
+                if ($http_host = "") { return 400; }
+
                 # Text the instances did not compress (--no-compression) is compressed here; an
                 # answer already compressed passes as it is, and images never are.
                 gzip on;
