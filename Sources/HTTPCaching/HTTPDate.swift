@@ -4,12 +4,14 @@ public import Foundation
 /// `Expires` and `If-Modified-Since` carry, such as `Sun, 06 Nov 1994 08:49:37 GMT`.
 ///
 /// Written here rather than with `DateFormatter`: a formatter costs tens of microseconds to make
-/// and is not `Sendable`, and the cache parses dates on every response. Only the IMF-fixdate
-/// form is read; the obsolete RFC 850 and asctime forms are answered `nil`, which RFC 9110 lets
-/// a recipient do (an unreadable `Expires` then means "already expired", an unreadable
-/// `If-Modified-Since` is ignored).
+/// and is not `Sendable`, and the cache parses dates on every response. Dates are written as
+/// IMF-fixdates only; all three forms are read, as RFC 9110 requires of a recipient: the
+/// IMF-fixdate, and the obsolete RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+/// (`Sun Nov  6 08:49:37 1994`) forms. Anything else is `nil` (an unreadable `Expires` then
+/// means "already expired", an unreadable `If-Modified-Since` is ignored).
 public enum HTTPDate {
     private static let weekdays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    private static let longWeekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// The first second an IMF-fixdate can carry: 0001-01-01T00:00:00Z, in seconds since 1970.
@@ -46,25 +48,81 @@ public enum HTTPDate {
             + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
     }
 
-    /// Parses an IMF-fixdate; `nil` for anything else. Every field is checked (the year from 1,
-    /// the day of month against the month, hour, minute and second against their ranges), so a
-    /// parsed date is always ``isRepresentable(_:)``; the weekday must be
-    /// one of the seven names but is not checked against the date, as RFC 9110 allows.
-    public static func parse(_ text: some StringProtocol) -> Date? {
+    /// Parses an HTTP date in any of its three forms; `nil` for anything else. Every field is
+    /// checked (the year from 1 to 9999, the day of month against the month, hour, minute and
+    /// second against their ranges), so a parsed date is always ``isRepresentable(_:)``; the
+    /// weekday must be one of the seven names but is not checked against the date, as RFC 9110
+    /// allows. An RFC 850 date's two-digit year is the one year with those digits from 49 years
+    /// before `now`'s year to 50 after (RFC 9110 5.6.7: never more than 50 years ahead).
+    public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
         let bytes = Array(text.utf8)
-        // "Sun, 06 Nov 1994 08:49:37 GMT": 29 bytes at fixed offsets.
-        guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
-              bytes[16] == 0x20, bytes[19] == 0x3A, bytes[22] == 0x3A, bytes[25] == 0x20,
-              bytes[26...28].elementsEqual("GMT".utf8),
-              weekdays.contains(where: { $0.utf8.elementsEqual(bytes[0..<3]) }),
-              let monthIndex = months.firstIndex(where: { $0.utf8.elementsEqual(bytes[8..<11]) }),
-              let day = number(bytes[5..<7]), let year = number(bytes[12..<16]),
-              let hour = number(bytes[17..<19]), let minute = number(bytes[20..<22]), let second = number(bytes[23..<25]),
-              year >= 1, hour < 24, minute < 60, second < 61, day >= 1, day <= daysIn(month: monthIndex + 1, year: year)
+        guard let fields = imfFixdate(bytes) ?? asctime(bytes) ?? rfc850(bytes, now: now),
+              fields.year >= 1, fields.year <= 9999, fields.hour < 24, fields.minute < 60, fields.second < 61,
+              fields.day >= 1, fields.day <= daysIn(month: fields.month, year: fields.year)
         else { return nil }
-        let days = days(fromCivil: Int64(year), Int64(monthIndex + 1), Int64(day))
-        let seconds = days * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59))
+        let days = days(fromCivil: Int64(fields.year), Int64(fields.month), Int64(fields.day))
+        let seconds = days * 86_400 + Int64(fields.hour * 3600 + fields.minute * 60 + min(fields.second, 59))
         return Date(timeIntervalSince1970: TimeInterval(seconds))
+    }
+
+    /// A date's fields as written, not yet checked against each other; `month` from 1.
+    private struct Fields {
+        var year, month, day, hour, minute, second: Int
+    }
+
+    /// `Sun, 06 Nov 1994 08:49:37 GMT`: 29 bytes at fixed offsets.
+    private static func imfFixdate(_ bytes: [UInt8]) -> Fields? {
+        guard bytes.count == 29, bytes[3] == 0x2C, bytes[4] == 0x20, bytes[7] == 0x20, bytes[11] == 0x20,
+              bytes[16] == 0x20, bytes[25] == 0x20, bytes[26...28].elementsEqual("GMT".utf8),
+              weekdays.contains(where: { $0.utf8.elementsEqual(bytes[0..<3]) }),
+              let month = month(bytes[8..<11]), let day = number(bytes[5..<7]), let year = number(bytes[12..<16]),
+              case let (hour, minute, second)? = time(bytes[17..<25])
+        else { return nil }
+        return Fields(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+    }
+
+    /// `Sun Nov  6 08:49:37 1994` (a day under 10 after a space): 24 bytes at fixed offsets.
+    private static func asctime(_ bytes: [UInt8]) -> Fields? {
+        guard bytes.count == 24, bytes[3] == 0x20, bytes[7] == 0x20, bytes[10] == 0x20, bytes[19] == 0x20,
+              weekdays.contains(where: { $0.utf8.elementsEqual(bytes[0..<3]) }),
+              let month = month(bytes[4..<7]), let day = number(bytes[8] == 0x20 ? bytes[9..<10] : bytes[8..<10]),
+              let year = number(bytes[20..<24]), case let (hour, minute, second)? = time(bytes[11..<19])
+        else { return nil }
+        return Fields(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+    }
+
+    /// `Sunday, 06-Nov-94 08:49:37 GMT`: the weekday's whole name, then 23 bytes at fixed offsets.
+    private static func rfc850(_ bytes: [UInt8], now: Date) -> Fields? {
+        guard let comma = bytes.firstIndex(of: 0x2C), bytes.count - comma == 24,
+              longWeekdays.contains(where: { $0.utf8.elementsEqual(bytes[..<comma]) })
+        else { return nil }
+        let rest = bytes[(comma + 1)...].map(\.self)
+        guard rest[0] == 0x20, rest[3] == 0x2D, rest[7] == 0x2D, rest[10] == 0x20, rest[19] == 0x20,
+              rest[20...22].elementsEqual("GMT".utf8),
+              let month = month(rest[4..<7]), let day = number(rest[1..<3]), let twoDigits = number(rest[8..<10]),
+              case let (hour, minute, second)? = time(rest[11..<19])
+        else { return nil }
+        let seconds = now.timeIntervalSince1970
+        let today = seconds.isFinite ? Int64(max(earliest, min(latest, seconds)) / 86_400) : 0
+        let current = Int(civil(fromDays: today).year)
+        var year = current - current % 100 + twoDigits
+        if year > current + 50 { year -= 100 } else if year <= current - 50 { year += 100 }
+        return Fields(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+    }
+
+    /// `08:49:37`: hour, minute and second, their ranges not yet checked.
+    private static func time(_ bytes: ArraySlice<UInt8>) -> (Int, Int, Int)? {
+        let start = bytes.startIndex
+        guard bytes.count == 8, bytes[start + 2] == 0x3A, bytes[start + 5] == 0x3A,
+              let hour = number(bytes[start..<(start + 2)]), let minute = number(bytes[(start + 3)..<(start + 5)]),
+              let second = number(bytes[(start + 6)..<(start + 8)])
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    /// A month's three-letter name, from 1.
+    private static func month(_ bytes: ArraySlice<UInt8>) -> Int? {
+        months.firstIndex(where: { $0.utf8.elementsEqual(bytes) }).map { $0 + 1 }
     }
 
     private static func number(_ digits: ArraySlice<UInt8>) -> Int? {

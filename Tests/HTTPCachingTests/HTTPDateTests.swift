@@ -15,14 +15,40 @@ import Testing
         #expect(HTTPDate.parse(HTTPDate.format(date)) == date)
     }
 
+    /// RFC 9110 5.6.7: "A recipient that parses a timestamp value in an HTTP field MUST accept
+    /// all three HTTP-date formats" (attacker round 5: the obsolete two were ignored, so a
+    /// client's `If-Modified-Since` in them never got its 304).
+    @Test func theThreeFormsOfTheRFCsExampleAreOneSecond() {
+        for text in ["Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"] {
+            #expect(HTTPDate.parse(text)?.timeIntervalSince1970 == 784_111_777, "\(text)")
+        }
+        #expect(HTTPDate.parse("Thu Feb 29 23:59:60 2024")?.timeIntervalSince1970 == 1_709_251_199, "two digits of day, a leap second")
+        #expect(ConditionalRequest.notModified(
+            ifNoneMatch: nil, ifModifiedSince: "Sunday, 06-Nov-94 08:49:37 GMT", etag: "\"x\"",
+            lastModified: Date(timeIntervalSince1970: 784_111_777)
+        ))
+    }
+
+    /// An RFC 850 date's two-digit year is the one year with those digits from 49 years before
+    /// the current year to 50 after.
+    @Test(arguments: [(2026, "26", 2026), (2026, "76", 2076), (2026, "77", 1977), (2026, "99", 1999), (2090, "10", 2110), (2090, "40", 2140), (2090, "41", 2041)])
+    func anRFC850YearIsTheNearestNotFiftyYearsAhead(now: Int, digits: String, year: Int) throws {
+        let clock = try #require(HTTPDate.parse("Thu, 01 Jan \(now) 00:00:00 GMT"))
+        let date = try #require(HTTPDate.parse("Monday, 01-Jan-\(digits) 00:00:00 GMT", now: clock))
+        #expect(HTTPDate.format(date).hasSuffix("Jan \(year) 00:00:00 GMT"), "\(HTTPDate.format(date))")
+    }
+
     @Test(arguments: [
-        "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "0", "", "Sun, 31 Feb 1994 08:49:37 GMT",
+        "Sun, 06-Nov-94 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 UTC", "Sundy, 06-Nov-94 08:49:37 GMT", "Sunday, 6-Nov-94 08:49:37 GMT",
+        "Sunday, 06 Nov 1994 08:49:37 GMT", "Sun Nov 6 08:49:37 1994", "Sun Nov  6 08:49:37 94", "Sun Nov  6 08:49:37  1994",
+        "Sun Nov 31 08:49:37 1994", "Sun Nov  6 8:49:37 1994", "Sun Nov 06 08:49:37 GMT", ",", "Sunday,",
+        "0", "", "Sun, 31 Feb 1994 08:49:37 GMT",
         "Sun, 29 Feb 1900 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:49:37 UTC",
         "Xyz, 06 Nov 1994 08:49:37 GMT", "Sun, 06 Nox 1994 08:49:37 GMT", "Sun, 0x Nov 1994 08:49:37 GMT",
         // Year 0: before the years a date may be kept in (found by `make fuzz`).
         "Fri, 31 Dec 0000 23:59:59 GMT",
     ])
-    func anythingButAnIMFFixdateIsNil(_ text: String) {
+    func anythingButAnHTTPDateIsNil(_ text: String) {
         #expect(HTTPDate.parse(text) == nil)
     }
 
