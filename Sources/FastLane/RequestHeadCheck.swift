@@ -21,7 +21,9 @@ import NIOHTTP1
 /// - So does a request that asks to switch protocols (an `Upgrade` field) or a `CONNECT`: NIO's
 ///   decoder reads nothing after one (it leaves the bytes to an upgrader, and these servers have
 ///   none), so a request pipelined behind it, perhaps another client's on a proxy's shared
-///   connection, would wait for the idle time-out (attacker round 5).
+///   connection, would wait for the idle time-out (attacker round 5). The decoder stops only when
+///   `Connection` names `upgrade` too; the rule is broader on purpose (any `Upgrade` field), so
+///   it need not follow the decoder's own reading of `Connection`'s list.
 ///
 /// HTTP/1.0 without `Host` goes on. A request that follows the rules, as every browser's does, is
 /// passed on untouched.

@@ -52,12 +52,39 @@ public enum HTTPDate {
     /// checked (the year from 1 to 9999, the day of month against the month, hour, minute and
     /// second against their ranges), so a parsed date is always ``isRepresentable(_:)``; the
     /// weekday must be one of the seven names but is not checked against the date, as RFC 9110
-    /// allows. An RFC 850 date's two-digit year is the one year with those digits from 49 years
-    /// before `now`'s year to 50 after (RFC 9110 5.6.7: never more than 50 years ahead).
-    public static func parse(_ text: some StringProtocol, now: Date = Date()) -> Date? {
+    /// allows. An RFC 850 date's two-digit year is the latest year with those digits whose date
+    /// is not more than 50 years after `now` (RFC 9110 5.6.7), which is read only for that form.
+    public static func parse(_ text: some StringProtocol, now: @autoclosure () -> Date = Date()) -> Date? {
         let bytes = Array(text.utf8)
-        guard let fields = imfFixdate(bytes) ?? asctime(bytes) ?? rfc850(bytes, now: now),
-              fields.year >= 1, fields.year <= 9999, fields.hour < 24, fields.minute < 60, fields.second < 61,
+        if let fields = imfFixdate(bytes) ?? asctime(bytes) { return date(fields) }
+        guard var fields = rfc850(bytes) else { return nil }
+        // The years with those two digits around now's, latest first: the first not more than 50
+        // years ahead (by date, not by year: 31-Dec-76 read on 1 January 2026 is 1976).
+        let moment = now().timeIntervalSince1970
+        let seconds = Int64((moment.isFinite ? max(earliest, min(latest, moment)) : 0).rounded(.down))
+        let today = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let (currentYear, month, day) = civil(fromDays: today)
+        // The same moment 50 years on (29 February on to 1 March).
+        let horizon = days(fromCivil: currentYear + 50, month, day) * 86_400 + (seconds - today * 86_400)
+        let current = Int(currentYear)
+        let century = current - current % 100
+        let digits = fields.year
+        for year in [century + 100 + digits, century + digits, century - 100 + digits] {
+            // Compared before the fields are checked: a day that year has not (29 February)
+            // makes the chosen year's date nil, not another year's.
+            let days = days(fromCivil: Int64(year), Int64(fields.month), Int64(fields.day))
+            let moment = days * 86_400 + Int64(fields.hour * 3600 + fields.minute * 60 + fields.second)
+            if moment <= horizon {
+                fields.year = year
+                return date(fields)
+            }
+        }
+        return nil
+    }
+
+    /// The moment `fields` name, once each is checked against its range; `nil` when one is out.
+    private static func date(_ fields: Fields) -> Date? {
+        guard fields.year >= 1, fields.year <= 9999, fields.hour < 24, fields.minute < 60, fields.second < 61,
               fields.day >= 1, fields.day <= daysIn(month: fields.month, year: fields.year)
         else { return nil }
         let days = days(fromCivil: Int64(fields.year), Int64(fields.month), Int64(fields.day))
@@ -91,8 +118,9 @@ public enum HTTPDate {
         return Fields(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
-    /// `Sunday, 06-Nov-94 08:49:37 GMT`: the weekday's whole name, then 23 bytes at fixed offsets.
-    private static func rfc850(_ bytes: [UInt8], now: Date) -> Fields? {
+    /// `Sunday, 06-Nov-94 08:49:37 GMT`: the weekday's whole name, then 23 bytes at fixed offsets;
+    /// `year` holds the two digits as written.
+    private static func rfc850(_ bytes: [UInt8]) -> Fields? {
         guard let comma = bytes.firstIndex(of: 0x2C), bytes.count - comma == 24,
               longWeekdays.contains(where: { $0.utf8.elementsEqual(bytes[..<comma]) })
         else { return nil }
@@ -102,12 +130,7 @@ public enum HTTPDate {
               let month = month(rest[4..<7]), let day = number(rest[1..<3]), let twoDigits = number(rest[8..<10]),
               case let (hour, minute, second)? = time(rest[11..<19])
         else { return nil }
-        let seconds = now.timeIntervalSince1970
-        let today = seconds.isFinite ? Int64(max(earliest, min(latest, seconds)) / 86_400) : 0
-        let current = Int(civil(fromDays: today).year)
-        var year = current - current % 100 + twoDigits
-        if year > current + 50 { year -= 100 } else if year <= current - 50 { year += 100 }
-        return Fields(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        return Fields(year: twoDigits, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
     /// `08:49:37`: hour, minute and second, their ranges not yet checked.

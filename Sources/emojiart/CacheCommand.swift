@@ -97,6 +97,12 @@ struct CacheCommand: AsyncParsableCommand {
                     guard response.status.code != 421 else {
                         throw CommandFailure("\(app) does not answer to that host name (421): use the address it prints, or start it with --allowed-host NAME")
                     }
+                    guard response.status.code != 429 else {
+                        throw CommandFailure("\(app)\(path) answered 429: an edge in front limits the caches' actions per client; wait a few seconds, or ask an instance at its own address")
+                    }
+                    guard response.status.code < 500 else {
+                        throw CommandFailure("\(app)\(path) failed (\(response.status.code)): see the app's log; the cache may not be cleared")
+                    }
                     // The app answers a clear with 303 (back to the page): any other answer is not
                     // the app's, and nothing is known to be cleared.
                     guard response.status.code == 303 else {
@@ -115,14 +121,17 @@ struct CacheCommand: AsyncParsableCommand {
         }
     }
 
-    /// A running app's base URL from `--app`: `http` or `https`, a host, and no path (a trailing
-    /// `/` is dropped), query, fragment or user. The routes are appended to it.
+    /// A running app's base URL from `--app`: `http` or `https` (any case), a host, a port in
+    /// 1...65535 if one is given, and no path (a trailing `/` is dropped), query, fragment or
+    /// user. The routes are appended to it.
     static func appBase(_ text: String) throws -> String {
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", let host = url.host, !host.isEmpty,
-              url.path.isEmpty || url.path == "/", url.query == nil, url.fragment == nil, url.user == nil, url.password == nil
+        guard let parts = URLComponents(string: text), let scheme = parts.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = parts.percentEncodedHost, !host.isEmpty, parts.port.map({ (1...65_535).contains($0) }) ?? true,
+              parts.percentEncodedPath.isEmpty || parts.percentEncodedPath == "/",
+              parts.percentEncodedQuery == nil, parts.percentEncodedFragment == nil, parts.user == nil, parts.password == nil
         else {
             throw ValidationError("--app must be a running app's address, e.g. http://127.0.0.1:8080 (http or https, no path), got '\(TerminalText.printable(text))'")
         }
-        return url.path == "/" ? String(text.dropLast()) : text
+        return parts.percentEncodedPath == "/" ? String(text.dropLast()) : text
     }
 }

@@ -87,17 +87,29 @@ import TestSupport
 
     /// Only the app's own pages may open an event stream, by the rule of the state-changing
     /// requests: a page of another site could otherwise take every stream from the app's own pages
-    /// (attacker round 5: a page that opened and dropped `/events` in a loop). A refused request
-    /// takes no slot, and a stream's slot comes back as soon as its connection closes.
+    /// (attacker round 5: a page that opened and dropped `/events` in a loop). A refused request is
+    /// refused before it would take a place (403 with every place taken, not 503), and a stream's
+    /// place comes back as soon as its connection closes (the heartbeat, which would also find
+    /// it, is an hour here).
     @Test func eventStreamsOnlyForTheAppsOwnPages() async throws {
-        try await withVerifiedApp(allowedHosts: ["emojiart.example", "::1"]) { port, _, services in
+        try await withVerifiedApp(
+            allowedHosts: ["emojiart.example", "::1"], configure: { $0.maxEventStreams = 1; $0.eventStreamHeartbeat = .seconds(3600) }
+        ) { port, _, services in
             let open = services.eventStreams.open
-            for (template, refused) in Self.posts {
-                let fields = template.map { $0.replacingOccurrences(of: "PORT", with: "\(port)") }
-                let answer = try await ask(port, "/events", fields: fields)
-                #expect(answer.status == (refused ? 403 : 200), "\(fields): \(answer)")
-                // The connection is closed: the stream, if one began, gives its slot back.
+            let cases = Self.posts.map { template, refused in (template.map { $0.replacingOccurrences(of: "PORT", with: "\(port)") }, refused) }
+            // Every place taken by a stream of the app's own page, held open meanwhile.
+            try await RawHTTPConnection.with(port: port) { holder in
+                try await holder.send(["/events"], fields: ["Host: 127.0.0.1:\(port)", "Sec-Fetch-Site: same-origin"])
+                #expect(try await holder.response()?.status == 200)
+                #expect(open.value == 1)
+                for (fields, refused) in cases {
+                    #expect(try await ask(port, "/events", fields: fields).status == (refused ? 403 : 503), "\(fields)")
+                }
+            }
+            for (fields, refused) in cases where !refused {
+                // The last stream's connection closed: its place comes back.
                 for await count in open.stream() where count == 0 { break }
+                #expect(try await ask(port, "/events", fields: fields).status == 200, "\(fields)")
             }
         }
     }

@@ -183,21 +183,22 @@ import TestSupport
     @Test func cacheCommandsWithAppTakeOnlyTheAppsAnswers() async throws {
         let router = Router()
         router.post("cache/clear-memory") { _, _ in "ok" }
-        router.post("cache/clear-disk") { _, _ in Response(status: .found, headers: [.location: "/"]) }
+        router.post("cache/clear-disk") { _, _ in Response(status: .tooManyRequests) }
         try await withLiveServer({ onRunning in
             Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { await onRunning($0.localAddress?.port ?? 0) })
         }) { port in
             let app = "http://127.0.0.1:\(port)"
-            for flag in ["--memory", "--disk"] {
+            for (flag, said) in [("--memory", "answered 200, not as an EmojiArt app does (303)"), ("--disk", "answered 429: an edge in front limits")] {
                 let clear = try await run(["cache", "clear", flag, "--app", app])
                 #expect(clear.status != 0, "\(clear.output)")
-                #expect(clear.output.contains("not as an EmojiArt app does (303)") && !clear.output.contains(" cache of "), "\(clear.output)")
+                #expect(clear.output.contains(said) && !clear.output.contains(" cache of "), "\(clear.output)")
             }
-            let stats = try await run(["cache", "stats", "--app", app])
+            let stats = try await run(["cache", "stats", "--app", "HTTP://127.0.0.1:\(port)/"])
             #expect(stats.status != 0)
             #expect(stats.output.contains("/stats answered 404"), "\(stats.output)")
         }
-        for url in ["127.0.0.1:8080", "ftp://127.0.0.1", "http://127.0.0.1:8080/stats", "http://127.0.0.1:8080/?x=1", "http://u@127.0.0.1"] {
+        for url in ["127.0.0.1:8080", "ftp://127.0.0.1", "http://127.0.0.1:8080/stats", "http://127.0.0.1:8080/?x=1", "http://u@127.0.0.1",
+                    "http://127.0.0.1:8080/%2F", "http://127.0.0.1:99999", "http://:8080"] {
             let outcome = try await run(["cache", "stats", "--app", url])
             #expect(outcome.status != 0 && outcome.output.contains("--app must be a running app's address"), "\(url): \(outcome.output)")
         }

@@ -230,9 +230,11 @@ import GalleryFeed
     /// A client cannot hold every connection with streams it never reads: past the limit, an
     /// `/events` request is answered 503 with `Retry-After`; a stream whose client went away gives
     /// its place back when the connection closes, not at its next heartbeat (an hour here; before,
-    /// a client that opened and dropped streams in a loop held every place with none open).
-    @Test(.timeLimit(.minutes(3))) func eventStreamsAreCappedAndALeftStreamGivesItsPlaceBack() async throws {
-        try await withVerifiedApp(configure: { $0.maxEventStreams = 2; $0.eventStreamHeartbeat = .seconds(3600) }) { port, _, services in
+    /// a client that opened and dropped streams in a loop held every place with none open), with
+    /// the fast lane and without.
+    @Test(.timeLimit(.minutes(3)), arguments: [true, false])
+    func eventStreamsAreCappedAndALeftStreamGivesItsPlaceBack(fastLane: Bool) async throws {
+        try await withVerifiedApp(fastLane: fastLane, configure: { $0.maxEventStreams = 2; $0.eventStreamHeartbeat = .seconds(3600) }) { port, _, services in
             let url = "http://127.0.0.1:\(port)/events"
             @Sendable func follow() async throws {
                 let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(600))

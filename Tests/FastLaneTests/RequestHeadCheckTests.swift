@@ -71,13 +71,19 @@ import Testing
             }
             #expect(passed.headers["connection"] == forwarded, "\(version) \(String(describing: connection))")
         }
-        let connect = HTTPRequestHead(version: .http1_1, method: .CONNECT, uri: "a:443", headers: ["Host": "a:443"])
-        try channel.writeInbound(HTTPServerRequestPart.head(connect))
-        guard case let .head(passed)? = try channel.readInbound(as: HTTPServerRequestPart.self) else {
-            Issue.record("no head for CONNECT")
-            return
+        // A CONNECT, and an `Upgrade` whose `Connection` does not name it (broader than the
+        // decoder's rule on purpose).
+        for head in [
+            HTTPRequestHead(version: .http1_1, method: .CONNECT, uri: "a:443", headers: ["Host": "a:443"]),
+            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "a", "Upgrade": "h2c"]),
+        ] {
+            try channel.writeInbound(HTTPServerRequestPart.head(head))
+            guard case let .head(passed)? = try channel.readInbound(as: HTTPServerRequestPart.self) else {
+                Issue.record("no head for \(head.method) \(head.headers)")
+                continue
+            }
+            #expect(passed.headers["connection"] == ["close"], "\(head.method) \(head.headers)")
         }
-        #expect(passed.headers["connection"] == ["close"])
     }
 
     /// A refused head becomes a parse error, as the decoder's own, and nothing after it goes on;

@@ -304,9 +304,10 @@ import GalleryFeed
         let gate = ImageGate()
         try await gallery(.init(port: 0, imageGate: gate, revisionInterval: .zero)).test(.router) { client in
             let edition = try await client.execute(uri: "/gallery/images", method: .get) { $0.headers[.eTag] }
+            let site = HTTPField.Name("Sec-Fetch-Site")!
             let pages: [HTTPFields] = [
                 [.origin: "http://evil.example"], [.origin: "null"],
-                [HTTPField.Name("Sec-Fetch-Site")!: "cross-site"], [HTTPField.Name("Sec-Fetch-Site")!: "same-origin"],
+                [site: "cross-site"], [site: "same-origin"],
             ]
             for fields in pages {
                 for (uri, method) in [("/gallery/test/open", HTTPRequest.Method.post), ("/gallery/test/release?count=5", .post),
@@ -320,7 +321,7 @@ import GalleryFeed
             #expect(gate.status.permits == 0 && !gate.status.open)
             #expect(try await client.execute(uri: "/gallery/images", method: .get) { $0.headers[.eTag] } == edition)
             // An address typed by hand (`none`) and a script (no fields) pass.
-            try await client.execute(uri: "/gallery/test/release?count=5", method: .post, headers: [HTTPField.Name("Sec-Fetch-Site")!: "none"]) {
+            try await client.execute(uri: "/gallery/test/release?count=5", method: .post, headers: [site: "none"]) {
                 #expect($0.status == .ok)
             }
             try await client.execute(uri: "/gallery/test/revise", method: .post) { #expect($0.status == .ok) }

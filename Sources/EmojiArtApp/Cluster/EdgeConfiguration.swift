@@ -172,8 +172,8 @@ public struct EdgeConfiguration: Sendable, Hashable {
             # cost its instance 13 % of a core and the gallery a fetch per piece each time).
             limit_req_zone $binary_remote_addr zone=emojiart_actions:1m rate=30r/m;
 
-            # Event streams (a page's live counters) are held open: each client may hold 16 at once,
-            # then 429, so no client takes every stream its instance serves (256) from the others.
+            # Event streams (a page's live counters) are held open: each client address may hold 16 at
+            # once, then 429, so no client takes every stream its instance serves (256) from the others.
             limit_conn_zone $binary_remote_addr zone=emojiart_streams:1m;
 
             # One browser, one instance: its toolbar counts and clears that instance's caches.
@@ -195,8 +195,8 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
 
-                # A request that names no host (HTTP/1.0 without Host) is refused here: an instance, asked
-                # without one, would answer 400 and close a kept connection of the pool.
+                # A request without a Host field (HTTP/1.0 allows it, in absolute form too) is refused here:
+                # an instance, asked without one, would answer 400 and close a kept connection of the pool.
                 if ($http_host = "") { return 400; }
 
                 # Text the instances did not compress (--no-compression) is compressed here; an

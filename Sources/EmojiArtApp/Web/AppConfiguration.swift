@@ -39,11 +39,12 @@ public struct AppConfiguration: Sendable {
     /// while the client takes it.
     public var idleTimeout: TimeAmount? = .seconds(75)
     /// The most `/events` streams open at once; one more is answered 503 with `Retry-After` (its
-    /// page works on, without live counters). Each stream holds a connection, three tasks and up
+    /// page works on, without live counters). Each stream holds a connection, four tasks and up
     /// to 256 events waiting for a client that reads slowly: 256 by default, a page each.
     public var maxEventStreams = 256
-    /// How often each `/events` stream sends a comment line: a stream whose client went away is
-    /// found at the next write and its slot given back (15 s by default).
+    /// How often each `/events` stream sends a comment line (15 s by default). A stream whose
+    /// client closes the connection, or its sending side, ends at once; the comment finds one
+    /// whose client went away without a word (its next write fails) and gives its slot back.
     public var eventStreamHeartbeat: Duration = .seconds(15)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
