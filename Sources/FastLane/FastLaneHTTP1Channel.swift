@@ -11,8 +11,9 @@ import NIOHTTPTypesHTTP1
 /// decoder (and the decoder not paired with the encoder: see ``FastLane``). Right after the
 /// decoder, lane or not, RFC 9112's rules for `Host` hold (`RequestHeadCheck`): an HTTP/1.1 request
 /// without one, or with two, is answered 400, and a request in absolute form goes on in origin form
-/// with its target's host. First of all, `ConnectionEndHandler` tells when the client closes the
-/// connection (``connectionEnd``). Without a lane it is otherwise `HTTP1Channel`'s pipeline.
+/// with its target's host. The lane, or without it `ConnectionEndHandler`, tells when the client
+/// closes the connection (``connectionEnd``). Without a lane it is otherwise `HTTP1Channel`'s
+/// pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// One accepted connection: the async channel Hummingbird reads requests from and writes
     /// answers to, and what the lane hands on with the requests it passes.
@@ -65,7 +66,6 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let handoffs = lane.map { _ in Handoffs() }
             let end = channel.eventLoop.makePromise(of: Void.self)
             channel.closeFuture.whenComplete { _ in end.succeed() }
-            try pipeline.addHandler(ConnectionEndHandler(end))
             if let lane {
                 // NIO's encoder and decoder as `configureHTTPServerPipeline` adds them, but not
                 // paired: the lane writes its answers past the encoder, and itself keeps answers to
@@ -76,7 +76,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     HTTPResponseEncoder(configuration: .init()),
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
                     RequestHeadCheck(),
-                    FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs),
+                    FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs, end: end),
                 ])
             } else {
                 try pipeline.configureHTTPServerPipeline(
@@ -84,6 +84,8 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
                 )
                 try pipeline.addHandler(RequestHeadCheck())
+                // Without the lane, which tells the client's close itself, a handler for it alone.
+                try pipeline.addHandler(ConnectionEndHandler(end))
             }
             try pipeline.addHandlers(additionalChannelHandlers())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
@@ -130,10 +132,11 @@ extension FastLaneHTTP1Channel {
     @TaskLocal public static var connectionEnd: EventLoopFuture<Void>?
 }
 
-/// The first handler of a connection: completes `end` when the client closes its side of the
-/// connection (NIO's `inputClosed`: Hummingbird's child channels allow half-closure, so the
-/// channel itself stays open until its answer is done, which for an event stream is never), and
-/// passes every event on. The channel's close completes `end` too.
+/// Completes `end` when the client closes its side of the connection (NIO's `inputClosed`:
+/// Hummingbird's child channels allow half-closure, so the channel itself stays open until its
+/// answer is done, which for an event stream is never), and passes every event on. In a pipeline
+/// without a lane only: `FastLaneHandler` does the same where there is one. The channel's close
+/// completes `end` too.
 final class ConnectionEndHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = NIOAny
     private let end: EventLoopPromise<Void>

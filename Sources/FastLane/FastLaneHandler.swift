@@ -32,11 +32,21 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var sentBytes = 0
     /// Where a request passed on after asking the lane leaves its handoff for its route.
     private let handoffs: Handoffs?
+    /// Completed when the client closes its side of the connection
+    /// (``FastLaneHTTP1Channel/connectionEnd``): the lane sees that event anyway, so its
+    /// pipeline needs no handler of its own for it on every read.
+    private let end: EventLoopPromise<Void>?
 
-    init(_ lane: FastLane, idleTimeout: TimeAmount?, handoffs: Handoffs? = nil) {
+    init(_ lane: FastLane, idleTimeout: TimeAmount?, handoffs: Handoffs? = nil, end: EventLoopPromise<Void>? = nil) {
         self.lane = lane
         self.machine = FastLaneStateMachine(idleTimeout: idleTimeout)
         self.handoffs = handoffs
+        self.end = end
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed? = event as? ChannelEvent { end?.succeed() }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
