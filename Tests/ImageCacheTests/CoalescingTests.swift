@@ -69,6 +69,29 @@ import TestSupport
         }
     }
 
+    /// A miss handed on (an event loop's `lookInMemory`, then `image(after:)`) while another
+    /// call loads the image and fills memory: the new flight's leader sees that memory was
+    /// filled since the miss and answers from it, rather than reading the disk a second time.
+    @Test func aMissHandedOnAfterAFlightFilledMemoryIsAnsweredFromMemory() async throws {
+        let origin = TestOrigin()
+        origin.set("late", .image(payload(4)))
+        try await origin.run { (base) async throws in
+            let database = database()
+            let request = ImageRequest(url: base.appendingPathComponent("images/late"))
+            guard case let .miss(miss) = database.lookInMemory(request) else {
+                Issue.record("an empty memory answered")
+                return
+            }
+            _ = try await database.image(request)  // another request's whole flight, meanwhile
+            let before = database.stats()
+            #expect(try await database.image(after: miss).data == payload(4))
+            let after = database.stats()
+            #expect(after.memoryHits == before.memoryHits + 1)
+            #expect(after.diskHits == before.diskHits)
+            #expect(origin.requests("late") == 1)
+        }
+    }
+
     @Test func variantsShareOneOriginalFetch() async throws {
         let origin = TestOrigin()
         origin.set("art", .image(payload(9)))

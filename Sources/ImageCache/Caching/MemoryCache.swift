@@ -16,6 +16,8 @@ public final class MemoryCache: Sendable {
     }
 
     private let storage: Mutex<Storage>
+    /// How many images have been put in memory (see ``fills``).
+    private let fillCount = Atomic<UInt64>(0)
     /// Largest total cost kept, in bytes.
     public let costLimit: Int
     let hits = LiveCounter()
@@ -43,6 +45,13 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// How many images have been put in memory so far. Read before a lookup that misses, it
+    /// tells later whether memory may hold more than the lookup saw: while it is unchanged,
+    /// looking again finds nothing new. The pipeline reads it so that a flight's leader looks in
+    /// memory a second time only when an image went in since its caller looked (a flight that
+    /// ended in between fills memory before it ends). One atomic load, no lock.
+    var fills: UInt64 { fillCount.load(ordering: .acquiring) }
+
     /// The SHA-256 remembered for the original of `key`.
     func original(forKey key: String) -> String? {
         storage.withLock { $0.originals.peek(key) }
@@ -68,6 +77,8 @@ public final class MemoryCache: Sendable {
             }
             storage.images.insert(image, forKey: key, cost: image.cost)
         }
+        // After the image is in: whoever sees the new count finds it.
+        fillCount.add(1, ordering: .releasing)
     }
 
     /// Removes the image for `key`, if any.

@@ -137,7 +137,7 @@ public actor ImageDatabase {
         // Stage 1 here, before any call that may suspend: a memory hit costs no async call.
         switch pipeline.memoryLookup(request) {
         case let .answered(image): return image
-        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        case let .notAnswered(stale, fills): return try await pipeline.load(request, stale: stale, fills: fills)
         }
     }
 
@@ -170,6 +170,8 @@ public actor ImageDatabase {
         /// The request memory could not answer.
         public let request: ImageRequest
         let stale: Image?
+        /// What memory had been given when it was looked in (``MemoryCache/fills``).
+        let fills: UInt64
     }
 
     /// Stage 1 of ``image(_:)-(ImageRequest)`` alone, as ``memoryImage(for:)``, keeping a miss
@@ -178,18 +180,19 @@ public actor ImageDatabase {
     public nonisolated func lookInMemory(_ request: ImageRequest) -> MemoryLookup {
         switch pipeline.memoryLookup(request) {
         case let .answered(image): .hit(image)
-        case let .notAnswered(stale): .miss(MemoryMiss(request: request, stale: stale))
+        case let .notAnswered(stale, fills): .miss(MemoryMiss(request: request, stale: stale, fills: fills))
         }
     }
 
     /// Stages 2-6 of ``image(_:)-(ImageRequest)`` after ``lookInMemory(_:)`` missed: the flight
     /// of the key, led or joined, disk, origin or processing, store. When memory held nothing,
-    /// a new flight's leader looks in memory once more (for a flight that ended in between); when
-    /// it held a stale entry, memory is looked in again first (another request may have
-    /// refreshed it in between, and the stale entry would be revalidated twice).
+    /// a new flight's leader looks in memory once more only if an image has gone into memory
+    /// since the miss (a flight may have ended in between); when it held a stale entry, memory
+    /// is looked in again first (another request may have refreshed it in between, and the
+    /// stale entry would be revalidated twice).
     public nonisolated func image(after miss: MemoryMiss) async throws -> Image {
         guard miss.stale == nil else { return try await image(miss.request) }
-        return try await pipeline.load(miss.request, stale: nil)
+        return try await pipeline.load(miss.request, stale: nil, fills: miss.fills)
     }
 
     /// Whether `request`'s image is in memory or listed on disk: nothing is read, counted or

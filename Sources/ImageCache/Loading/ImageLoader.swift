@@ -102,7 +102,7 @@ public actor ImageLoader {
         // Stage 1 here, before any call that may suspend: a memory hit costs no async call.
         switch pipeline.memoryLookup(request) {
         case let .answered(image): return image
-        case let .notAnswered(stale): return try await pipeline.load(request, stale: stale)
+        case let .notAnswered(stale, fills): return try await pipeline.load(request, stale: stale, fills: fills)
         }
     }
 

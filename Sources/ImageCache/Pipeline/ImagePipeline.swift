@@ -200,7 +200,7 @@ public final class ImagePipeline: Sendable {
         // Stage 1 before any call that may suspend: a memory hit costs no further async call.
         switch memoryLookup(request) {
         case let .answered(image): return image
-        case let .notAnswered(stale): return try await load(request, stale: stale)
+        case let .notAnswered(stale, fills): return try await load(request, stale: stale, fills: fills)
         }
     }
 
@@ -214,7 +214,7 @@ public final class ImagePipeline: Sendable {
     func image(for request: ImageRequest, as caller: Caller?) async throws -> Image {
         switch memoryLookup(request, countingHit: caller?.countsHits ?? true) {
         case let .answered(image): image
-        case let .notAnswered(stale): try await load(request, stale: stale, as: caller)
+        case let .notAnswered(stale, fills): try await load(request, stale: stale, fills: fills, as: caller)
         }
     }
 
@@ -222,18 +222,20 @@ public final class ImagePipeline: Sendable {
     enum MemoryAnswer {
         /// A usable entry, counted as a hit.
         case answered(Image)
-        /// Nothing usable: `stale` is an entry to revalidate, if any.
-        case notAnswered(stale: Image?)
+        /// Nothing usable: `stale` is an entry to revalidate, if any; `fills` is
+        /// ``MemoryCache/fills`` as it was before the lookup.
+        case notAnswered(stale: Image?, fills: UInt64)
     }
 
     /// Stage 1, synchronous: a memory hit costs no task, no hop and no suspension. Faces call
     /// it before they await anything.
     func memoryLookup(_ request: ImageRequest, countingHit: Bool = true) -> MemoryAnswer {
+        let fills = memory.fills
         // One lock: the entry and, for a variant, what this process knows of its original.
         guard request.cachePolicy != .reloadIgnoringCacheData,
               case let (entry?, original) = memory.touch(request.cacheKey, original: request.processor == nil ? nil : request.originalCacheKey)
         else {
-            return .notAnswered(stale: nil)
+            return .notAnswered(stale: nil, fills: fills)
         }
         switch lookup(entry, for: request, knownOriginal: .some(original)) {
         case .answer:
@@ -244,25 +246,26 @@ public final class ImagePipeline: Sendable {
             answeredStale(entry, for: request, refreshing: true)
             return .answered(entry)
         case .revalidate:
-            return .notAnswered(stale: entry)
+            return .notAnswered(stale: entry, fills: fills)
         case .miss:
-            return .notAnswered(stale: nil)
+            return .notAnswered(stale: nil, fills: fills)
         }
     }
 
     /// Stages 2-6, after memory could not answer: the flight of the key, led or joined.
-    /// - Parameter caller: who asks; by default a caller at the request's priority.
-    func load(_ request: ImageRequest, stale: Image?, as caller: Caller? = nil) async throws -> Image {
+    /// - Parameters:
+    ///   - stale: the entry memory found to revalidate, if any.
+    ///   - fills: ``MemoryCache/fills`` as it was before memory was looked in.
+    ///   - caller: who asks; by default a caller at the request's priority.
+    func load(_ request: ImageRequest, stale: Image?, fills: UInt64, as caller: Caller? = nil) async throws -> Image {
         let caller = caller ?? Caller(asker: .fixed(request.priority))
         let key = request.cacheKey
         let flightKey = Self.flightKey(request)
         var retrying = request.retryingFailures
+        var fills = fills
         while true {
             // 2. The flight of this key, led or joined; either way the caller is its member from
-            //    now on, and the flight runs at least at its priority. A caller that looked in
-            //    memory just before (image(for:)) reaches here without suspending; one that
-            //    looked earlier (ImageDatabase's image(after:), an event loop's miss) did, and a
-            //    new flight's leader looks again.
+            //    now on, and the flight runs at least at its priority.
             let step = bookkeeping.withLock { machine in
                 let now = clock.now
                 // A failure about bytes remembered for another expected digest (the feed has listed
@@ -281,10 +284,13 @@ public final class ImagePipeline: Sendable {
                 changed()  // the flight's priority may have risen
                 result = try await wait(flight: id, member: member, joining: caller.countsHits)
             case let .lead(id, member):
-                // The flight this caller missed in memory may have ended just before it began
-                // this one: its image is in memory now, and reading the disk again would be work
-                // done twice.
-                if stale == nil, case let .answered(image) = memoryLookup(request, countingHit: caller.countsHits) {
+                // The flight this caller missed in memory may have ended between the look and
+                // this `begin`: its image is in memory now, and reading the disk again would be
+                // work done twice. Such a flight put its image in memory before it ended, so
+                // memory is looked in again only if an image went in since the caller looked
+                // (on a cold path, nothing did: one look per key).
+                if stale == nil, memory.fills != fills,
+                   case let .answered(image) = memoryLookup(request, countingHit: caller.countsHits) {
                     complete(request, flight: id, with: .success(image), keepingInMemory: false)
                     return image
                 }
@@ -293,6 +299,7 @@ public final class ImagePipeline: Sendable {
             if let result { return result }
             // The flight ended before this caller was added: its image is in memory, its failure
             // is remembered, or (cancelled, or too big for memory) the next flight starts.
+            fills = memory.fills
             if let image = caller.countsHits ? memory.image(forKey: key) : memory.peek(key) { return image }
         }
     }
