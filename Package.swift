@@ -249,6 +249,8 @@ let package = Package(
                 "ImageCache", "CXXHash", "HTTPCaching", "TestSupport", "imagecache-crash-writer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

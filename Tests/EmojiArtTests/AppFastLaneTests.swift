@@ -217,7 +217,8 @@ import GalleryFeed
     /// The idle time-out over real sockets, with and without the lane: an answered connection
     /// that then goes quiet is closed by the server. (When it is not closed, FastLaneHandlerTests
     /// shows on the embedded loop's clock: a busy connection, an answer still owed.)
-    @Test func anIdleConnectionIsClosedWithAndWithoutTheLane() async throws {
+    @Test("Real-time smoke test: an idle connection is closed, with and without the lane")
+    func anIdleConnectionIsClosedWithAndWithoutTheLane() async throws {
         try await withTwins(idleTimeout: .seconds(1)) { twins in
             _ = try await ask(twins.plainPort, "/thumbs/5")
             for port in [twins.lanePort, twins.plainPort] {
@@ -239,7 +240,7 @@ import GalleryFeed
     /// A real-time smoke test: the servers' idle timers run on their event loops' clocks. Its
     /// bound is the suite's time limit: a one-minute limit of its own, counted from the start of
     /// a full parallel run, was spent once on CI rendering the gallery before a byte was sent.
-    @Test(arguments: [true, false])
+    @Test("Real-time smoke test: the built servers close a connection that never finishes its head", arguments: [true, false])
     func theBuiltServersCloseAConnectionThatNeverFinishesItsHead(fastLane: Bool) async throws {
         func closesHalfAHead(_ port: Int) async throws -> Bool {
             try await RawHTTPConnection.with(port: port) { connection in

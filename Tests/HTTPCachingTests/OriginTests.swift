@@ -17,5 +17,8 @@ import Testing
         #expect(URL(string: "http://example.com/a")?.originKey == "http://example.com:80")
         #expect(URL(string: "https://example.com/a")?.originKey == "https://example.com:443")
         #expect(URL(string: "http://127.0.0.1:9/a")?.originKey == "http://127.0.0.1:9")
+        // An IPv6 host in brackets, as everywhere an origin is written: one key, one form.
+        #expect(URL(string: "http://[::1]:8080/a")?.originKey == "http://[::1]:8080")
+        #expect(URL(string: "http://[::1]/a")?.originKey == "http://[::1]:80")
     }
 }

@@ -224,4 +224,143 @@ import TestSupport
             Issue.record("caller \(number) was never answered: \(caller.phase)")
         }
     }
+
+    /// Downloads over two hosts, seeded: a total limit (3), a per-host limit (2), the budget of
+    /// original bytes waiting for processing (100), and a queue of 4 where background work makes
+    /// room or is refused and other work waits past it with a deadline; entries leave or expire,
+    /// and the priorities of the flights they are for change while they wait. After every step
+    /// the invariants hold and this walk's own record of what runs keeps every limit; a start
+    /// takes the most urgent entry of its host, earliest first among equals, and none happens
+    /// while the waiting bytes are over the budget. In the end every entry was started,
+    /// refused, left or expired exactly once.
+    @Test(arguments: 0..<60) func randomDownloadsKeepEveryLimitAndTheirOrder(seed: UInt64) {
+        var random = SplitMix(seed: seed)
+        var machine = Machine(limits: .init(
+            running: [.download: 3], downloadsPerHost: 2, waitingOriginalBytes: 100, queueCapacity: 4
+        ))
+        let priorities: [Priority] = [.veryLow, .low, .normal, .high, .veryHigh]
+        // Flights whose work downloads, each led by a task whose priority the walk changes.
+        var flights: [(id: UInt64, task: UInt64)] = []
+        for number in 0..<6 {
+            let task = machine.makeTask(priorities[Int(random.next() % 5)])
+            guard case let .lead(id, member) = machine.begin("k\(number)", asker: .task(task), wantsMemory: true, now: 0, retrying: false)
+            else {
+                Issue.record("a new key was not led")
+                return
+            }
+            let handedOff = machine.handOff(id, leader: member, leaderCancelled: false, start: { "work-\(id)" })
+            #expect(handedOff)
+            flights.append((id, task))
+        }
+        var running: [UInt64: String] = [:]  // entry -> host
+        var queued: [UInt64: (host: String, overCapacity: Bool)] = [:]
+        var outcomes: [Int: Int] = [:]  // waiter -> times it was started, refused, left or expired
+        var held: [Int] = []
+        var entries = 0
+
+        func started(_ list: [Machine.Entry], _ step: String) {
+            let queue = machine.stages[.download].queue
+            for entry in list {
+                #expect(held.reduce(0, +) < 100, "\(step): a download started over the waiting bytes' budget")
+                let wasQueued = queued.removeValue(forKey: entry.id) != nil
+                #expect(wasQueued, "\(step): an entry started that was not queued")
+                running[entry.id] = entry.host
+                outcomes[entry.waiter, default: 0] += 1
+                let priority = machine.priority(of: entry)
+                for other in queue where other.host == entry.host {
+                    let (p, q) = (machine.priority(of: other), priority)
+                    #expect(p < q || (p == q && other.sequence > entry.sequence), "\(step): a less urgent entry of \(entry.host ?? "") started first")
+                }
+            }
+        }
+        func check(_ step: String) {
+            if let violation = machine.invariantViolation() { Issue.record("\(step): \(violation)") }
+            #expect(machine.stages[.download].running == running.count, "\(step): the machine and the walk disagree on what runs")
+            #expect(machine.stages[.download].queue.count == queued.count, "\(step): the machine and the walk disagree on what waits")
+            #expect(running.count <= 3, "\(step): over the total limit")
+            for host in ["x", "y"] {
+                #expect(running.values.filter { $0 == host }.count <= 2, "\(step): over the limit of host \(host)")
+            }
+            #expect(outcomes.values.allSatisfy { $0 == 1 }, "\(step): a waiter was answered twice")
+        }
+
+        for round in 0..<400 {
+            let operation = random.next() % 10
+            let step = "seed \(seed), round \(round), operation \(operation)"
+            switch operation {
+            case 0, 1, 2:  // work of a flight asks for a download slot
+                let flight = flights[Int(random.next() % UInt64(flights.count))]
+                let host = ["x", "y"][Int(random.next() % 2)]
+                let entry = machine.makeID()
+                entries += 1
+                let waiter = Int(entry)
+                let full = machine.stages[.download].queue.count >= 4
+                let priority = machine.priority(ofFlight: flight.id) ?? .normal
+                let (action, refused) = machine.enqueue(.download, id: entry, flight: flight.id, host: host, waiter: waiter)
+                switch action {
+                case .start:
+                    #expect(held.reduce(0, +) < 100, "\(step): a download started over the waiting bytes' budget")
+                    running[entry] = host
+                    outcomes[waiter, default: 0] += 1
+                case let .waiting(overCapacity):
+                    queued[entry] = (host, overCapacity)
+                    #expect(overCapacity == (full && refused == nil), "\(step): past the capacity only when full and nothing made room")
+                    if overCapacity {
+                        #expect(!priority.isBackground, "\(step): background work waits past the capacity")
+                        let kept = machine.setDeadline("deadline-\(entry)", stage: .download, id: entry)
+                        #expect(kept)
+                    }
+                case .refused:
+                    #expect(full && priority.isBackground, "\(step): refused with room, or refused urgent work")
+                    outcomes[waiter, default: 0] += 1
+                }
+                if let refused {
+                    #expect(full, "\(step): an entry made room in a queue that had some")
+                    #expect(refused.queuedPriority.isBackground || machine.priority(of: refused).isBackground)
+                    #expect(machine.priority(of: refused) < priority, "\(step): an entry made room for one no more urgent")
+                    let wasQueued = queued.removeValue(forKey: refused.id) != nil
+                    #expect(wasQueued)
+                    outcomes[refused.waiter, default: 0] += 1
+                }
+            case 3, 4:  // a download ends
+                guard let (entry, host) = running.randomElement(using: &random) else { continue }
+                running[entry] = nil
+                started(machine.release(.download, host: host), step)
+            case 5:  // an original arrives and waits for processing
+                let bytes = 10 + Int(random.next() % 50)
+                held.append(bytes)
+                machine.holdOriginal(bytes: bytes)
+            case 6:  // an original's variant is made: downloads may resume
+                guard !held.isEmpty else { continue }
+                let bytes = held.remove(at: Int(random.next() % UInt64(held.count)))
+                started(machine.releaseOriginal(bytes: bytes), step)
+            case 7:  // queued work is cancelled
+                guard let entry = queued.keys.randomElement(using: &random) else { continue }
+                let left = machine.leave(.download, id: entry)
+                #expect(left?.id == entry)
+                queued[entry] = nil
+                if let left { outcomes[left.waiter, default: 0] += 1 }
+            case 8:  // work waiting past the capacity reaches its deadline
+                guard let entry = queued.first(where: { $0.value.overCapacity })?.key else { continue }
+                let waiter = machine.expire(.download, id: entry)
+                #expect(waiter == Int(entry))
+                queued[entry] = nil
+                if let waiter { outcomes[waiter, default: 0] += 1 }
+            default:  // a flight's priority changes
+                let flight = flights[Int(random.next() % UInt64(flights.count))]
+                machine.setPriority(priorities[Int(random.next() % 5)], ofTask: flight.task)
+            }
+            check(step)
+        }
+
+        // Wind down: every original is processed, then every download ends.
+        while !held.isEmpty { started(machine.releaseOriginal(bytes: held.removeLast()), "wind-down bytes") }
+        while let (entry, host) = running.first {
+            running[entry] = nil
+            started(machine.release(.download, host: host), "wind-down")
+        }
+        check("wind-down")
+        #expect(queued.isEmpty, "queued work never started")
+        #expect(outcomes.count == entries, "an entry was never started, refused, left or expired")
+    }
 }

@@ -219,11 +219,16 @@ extension HTTPClientResponse.Body {
     /// - Throws: `HTTPClientError.deadlineExceeded` when the deadline passes first (the transfer
     ///   is cancelled and its connection closed); `NIOTooManyBytesError` past `limit`.
     package func collect(upTo limit: Int, by deadline: ContinuousClock.Instant?) async throws -> ByteBuffer {
+        try await collect(upTo: limit, by: deadline, on: ContinuousClock())
+    }
+
+    /// ``collect(upTo:by:)`` with the deadline on `clock`: tests pass a clock they move.
+    package func collect<C: Clock>(upTo limit: Int, by deadline: C.Instant?, on clock: C) async throws -> ByteBuffer {
         guard let deadline else { return try await collect(upTo: limit) }
         return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
             group.addTask { try await self.collect(upTo: limit) }
             group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
+                try await clock.sleep(until: deadline, tolerance: nil)
                 return nil
             }
             defer { group.cancelAll() }

@@ -22,10 +22,12 @@ import Synchronization
 ///   1. memory          MemoryCache, behind a mutex: a hit costs no task and no hop
 ///   2. flight          one per cache key (PipelineStateMachine): the first caller leads it,
 ///                      later callers join it and wait; a remembered failure answers at once
-///   lead(_:flight:)    the leader, in its own task:
+///   lead(_:flight:member:stale:caller:)
+///                      the leader, in the caller's own task (no new task, no hop):
 ///   3. disk            [disk-read slot] read and checked (length, key, XXH3); a usable hit
 ///                      finishes the flight
-///   run(_:flight:)     on a miss or a stale entry, work in a task that outlives the leader,
+///   run(_:flight:stale:knownMissing:diskChecked:as:)
+///                      on a miss or a stale entry, work in a task that outlives the leader,
 ///                      shared by all waiters:
 ///   4. origin          [download slot, per host too] the fetcher, conditional on the stale
 ///                      entry's validators (a 304 keeps its bytes); the feed's SHA-256 checked

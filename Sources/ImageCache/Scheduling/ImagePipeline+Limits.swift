@@ -18,7 +18,10 @@ extension ImagePipeline {
     public struct Limits: Sendable, Hashable {
         /// Origin requests at once, all hosts together.
         public var downloads: Int
-        /// Origin requests at once to one host (scheme, host and port).
+        /// Origin requests at once to one host (scheme, host and port). With
+        /// ``HTTPImageFetcher/defaultClient``, keep it at 8 or below: that client opens at most 8
+        /// connections to a host, and a request waiting inside it for a connection fails once
+        /// the connect timeout (2 s) passes, where the pipeline's own queue would have waited.
         public var downloadsPerHost: Int
         /// Processors running at once; also the number of worker threads.
         public var processing: Int
