@@ -115,6 +115,19 @@ import TestSupport
         #expect(mode == 0o600)
     }
 
+    /// Builds before 2026-11-26 keyed an IPv6 gallery without brackets (`http://::1:8080`); its
+    /// key is still the one trusted, so first use does not take another gallery's key in its place.
+    @Test func anIPv6GalleryTrustedUnderTheOldKeyIsStillTrusted() throws {
+        let key = SigningKey().publicJWK
+        let other = SigningKey().publicJWK
+        try JSONEncoder().encode(["http://::1:8080": key, "http://127.0.0.1:9000": other]).write(to: file)
+        let store = TrustStore(file: file)
+        let gallery = try #require(URL(string: "http://[::1]:8080/"))
+        #expect(try store.key(for: gallery) == key)
+        #expect(try store.trustOnFirstUse(SigningKey().publicJWK, for: gallery) == key, "first use keeps the old key")
+        #expect(try store.key(for: URL(string: "http://127.0.0.1:9000")!) == other)
+    }
+
     @Test func theNewestSignatureOnlyMovesForwardAndAnOlderOneBeyondTheSkewIsRefused() throws {
         let store = TrustStore(file: file)
         let newest = Date(timeIntervalSince1970: 1_800_000_600)

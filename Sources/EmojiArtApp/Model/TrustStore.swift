@@ -44,7 +44,7 @@ public struct TrustStore: Sendable {
         var acceptedFeeds: [String: [String]] = [:]
 
         init(galleries: [String: JSONWebKey] = [:], newestSignatures: [String: Int64] = [:], acceptedFeeds: [String: [String]] = [:]) {
-            self.galleries = galleries
+            self.galleries = TrustStore.bracketingIPv6(galleries)
             self.newestSignatures = newestSignatures
             self.acceptedFeeds = acceptedFeeds
         }
@@ -52,10 +52,30 @@ public struct TrustStore: Sendable {
         /// Reads every format that had `galleries`: the fields added later may be absent.
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
-            galleries = try container.decode([String: JSONWebKey].self, forKey: .galleries)
+            galleries = TrustStore.bracketingIPv6(try container.decode([String: JSONWebKey].self, forKey: .galleries))
             newestSignatures = try container.decodeIfPresent([String: Int64].self, forKey: .newestSignatures) ?? [:]
             acceptedFeeds = try container.decodeIfPresent([String: [String]].self, forKey: .acceptedFeeds) ?? [:]
         }
+    }
+
+    /// An origin key as builds before 2026-11-26 wrote an IPv6 gallery's (`http://::1:8080`),
+    /// rewritten as `URL.originKey` writes it now (`http://[::1]:8080`), so a key trusted
+    /// then is still the one trusted: first use must not start over for such a gallery. Other
+    /// keys are kept as they are.
+    static func bracketingIPv6(_ galleries: [String: JSONWebKey]) -> [String: JSONWebKey] {
+        var result: [String: JSONWebKey] = [:]
+        for (origin, key) in galleries {
+            var canonical = origin
+            if let separator = origin.range(of: "://"), let port = origin.lastIndex(of: ":"), port > separator.upperBound {
+                let host = origin[separator.upperBound..<port]
+                if host.contains(":"), !host.hasPrefix("["), let number = Int(origin[origin.index(after: port)...]) {
+                    canonical = URL.origin(scheme: String(origin[..<separator.lowerBound]), host: String(host), port: number)
+                }
+            }
+            // A file that has both forms keeps the key written in the current one.
+            if canonical == origin || result[canonical] == nil { result[canonical] = key }
+        }
+        return result
     }
 
     /// How many accepted feed bodies are remembered per key: enough for several instances
