@@ -91,6 +91,28 @@ import GalleryFeed
         }
     }
 
+    /// A page's error and a path no route knows are pages a person reads; an image route's
+    /// error stays short JSON for the code that asked (the error pages are added to the routes
+    /// they serve, not filtered by path).
+    @Test func errorsArePagesWherePeopleReadThemAndJSONElsewhere() async throws {
+        try await withApp { client, _, _ in
+            for uri in ["/pieces/500", "/no-such-page", "/thumbs/"] {
+                try await client.execute(uri: uri, method: .get) { response in
+                    #expect(response.status == .notFound, "\(uri)")
+                    #expect(response.headers[.contentType]?.hasPrefix("text/html") == true, "\(uri)")
+                    #expect(String(buffer: response.body).contains("Not found"), "\(uri)")
+                }
+            }
+            for (uri, status) in [("/thumbs/9999", HTTPResponse.Status.notFound), ("/large/abc", .notFound)] {
+                try await client.execute(uri: uri, method: .get) { response in
+                    #expect(response.status == status, "\(uri)")
+                    #expect(response.headers[.contentType]?.hasPrefix("application/json") == true, "\(uri)")
+                    #expect(!String(buffer: response.body).contains("<html"), "\(uri)")
+                }
+            }
+        }
+    }
+
     @Test func clearButtonsEmptyTheirTier() async throws {
         try await withApp { client, _, database in
             #expect(database.stats().memoryEntries > 0)

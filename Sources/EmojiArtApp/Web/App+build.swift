@@ -71,12 +71,15 @@ public enum EmojiArtApp {
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(BrowserGuardMiddleware(services: services))
-        router.middlewares.add(ErrorPageMiddleware(services: services))
-        router.addRoutes(PageController(services: services).endpoints)
+        router.addRoutes(PageController(services: services).endpoints)  // with its error pages
         router.addRoutes(ImageController(services: services).endpoints)
         router.addRoutes(EventsController(services: services).endpoints)
         router.addRoutes(OpsController(services: services).endpoints)
         router.addRoutes(AssetsController<BasicRequestContext>().endpoints)
+        // A path no route knows is answered with an error page too. A router's middleware wraps
+        // only the routes added after it, and its answer for an unknown path: added last, this
+        // one reaches that answer alone.
+        router.middlewares.add(ErrorPageMiddleware(services: services))
         return (router, services)
     }
 }

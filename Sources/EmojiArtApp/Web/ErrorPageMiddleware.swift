@@ -1,7 +1,8 @@
 import Hummingbird
 
-/// Turns errors on page routes into pages a person understands, never a stack trace. Image,
-/// event and API routes keep their short JSON errors.
+/// Turns errors into pages a person understands, never a stack trace. It is added to the routes
+/// it serves: the pages' (`PageController.endpoints`) and the router's answer for a path no route
+/// knows (`buildRouterAndServices`). Image, event and API routes keep their short JSON errors.
 struct ErrorPageMiddleware<Context: RequestContext>: RouterMiddleware {
     let services: AppServices
 
@@ -9,9 +10,6 @@ struct ErrorPageMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            let path = request.uri.path
-            let api = ["/thumbs/", "/large/", "/events", "/metrics", "/stats", "/health"].contains { path.hasPrefix($0) }
-            guard !api else { throw error }
             let httpError = error as? HTTPError
             let status = httpError?.status ?? .internalServerError
             let message = httpError?.body ?? "Something went wrong on our side. Try again; if it keeps happening, check the app's log."

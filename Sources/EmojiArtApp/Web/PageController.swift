@@ -9,7 +9,8 @@ struct PageController<Context: RequestContext>: Sendable {
     let services: AppServices
 
     var endpoints: RouteCollection<Context> {
-        let routes = RouteCollection(context: Context.self)
+        // A person reads these answers: an error is a page, never a stack trace.
+        let routes = RouteCollection(context: Context.self).add(middleware: ErrorPageMiddleware(services: services))
         routes.get("/", use: home)
         routes.get("pieces/:index", use: details)
         routes.post("cache/clear-memory") { request, _ in
