@@ -37,12 +37,13 @@ def demangle(names):
     return out[:len(names)]
 
 
-# Per request: (what, the measure's name, the most it may be). The cold request may look in
-# memory once per key (the thumbnail's and its original's) and plan once; the hit once each.
+# Per request, by the first word of its name: (what, the measure's name, the most it may be). The
+# cold request may look in memory once per key (the thumbnail's and its original's) and plan once;
+# the memory hit once each.
 TARGETS = {
     "cold": [("files of Sources/ run", "files", 20), ("Mutex-guarded states", "states", 6),
              ("memory lookups", "memory_lookups", 2), ("plans", "plans", 1)],
-    "hit": [("memory lookups", "memory_lookups", 1), ("plans", "plans", 1)],
+    "memory": [("memory lookups", "memory_lookups", 1), ("plans", "plans", 1)],
 }
 
 
@@ -73,9 +74,13 @@ def report(name, path, targets):
     print(f"## {name}\n")
     print(f"- files: {len(files)} ({', '.join(f'{m} {c}' for m, c in sorted(modules.items()))})")
     print(f"- functions and closures run: {len(functions)}, {sum(f['count'] for f in functions)} calls")
-    # A state is a Mutex: the lines that take it share its name within a module (the pipeline's
-    # `bookkeeping`, taken in two files, is one state).
-    states = {(site.split("/")[0], site.rsplit(": ", 1)[1]) for site in locks}
+    # A state is a Mutex: the lines that take it share the type that holds it (the file's name up
+    # to any `+`) and its name (the pipeline's `bookkeeping`, taken in `ImagePipeline.swift` and
+    # `ImagePipeline+Scheduling.swift`, is one state; two types' `state`s are two).
+    def holder(site):
+        file, name = site.rsplit(": ", 1)
+        return (file.rsplit("/", 1)[-1].split("+")[0].removesuffix(".swift"), name)
+    states = {holder(site) for site in locks}
     print(f"- lock sites (by the line that takes them): {len(locks)}, taken {sum(locks.values())} times; "
           f"Mutex-guarded states: {len(states)}")
     print(f"- memory lookups (ImagePipeline.memoryLookup): {memory_lookups}")

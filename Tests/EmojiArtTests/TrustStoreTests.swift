@@ -117,10 +117,21 @@ import TestSupport
 
     /// Builds before 2026-11-26 keyed an IPv6 gallery without brackets (`http://::1:8080`); its
     /// key is still the one trusted, so first use does not take another gallery's key in its place.
-    @Test func anIPv6GalleryTrustedUnderTheOldKeyIsStillTrusted() throws {
+    /// Both formats such builds wrote: the first (the galleries alone) and the current one.
+    @Test(arguments: [false, true]) func anIPv6GalleryTrustedUnderTheOldKeyIsStillTrusted(currentFormat: Bool) throws {
         let key = SigningKey().publicJWK
         let other = SigningKey().publicJWK
-        try JSONEncoder().encode(["http://::1:8080": key, "http://127.0.0.1:9000": other]).write(to: file)
+        let galleries = ["http://::1:8080": key, "http://127.0.0.1:9000": other]
+        if currentFormat {
+            struct Written: Encodable {
+                let galleries: [String: JSONWebKey]
+                let newestSignatures: [String: Int64]
+                let acceptedFeeds: [String: [String]]
+            }
+            try JSONEncoder().encode(Written(galleries: galleries, newestSignatures: [:], acceptedFeeds: [:])).write(to: file)
+        } else {
+            try JSONEncoder().encode(galleries).write(to: file)
+        }
         let store = TrustStore(file: file)
         let gallery = try #require(URL(string: "http://[::1]:8080/"))
         #expect(try store.key(for: gallery) == key)

@@ -1,8 +1,9 @@
 import Hummingbird
 
 /// Turns errors into pages a person understands, never a stack trace. It is added to the routes
-/// it serves: the pages' (`PageController.endpoints`) and the router's answer for a path no route
-/// knows (`buildRouterAndServices`). Image, event and API routes keep their short JSON errors.
+/// it serves: the pages' (`PageController.endpoints`) and the router's answer for a request no
+/// route matches, whatever its path or method (`buildRouterAndServices`). The image, event and
+/// API routes' own errors stay short JSON.
 struct ErrorPageMiddleware<Context: RequestContext>: RouterMiddleware {
     let services: AppServices
 

@@ -16,7 +16,7 @@ public final class MemoryCache: Sendable {
     }
 
     private let storage: Mutex<Storage>
-    /// How many images have been put in memory (see ``fills``).
+    /// How many times memory gained something a lookup could answer from (see ``fills``).
     private let fillCount = Atomic<UInt64>(0)
     /// Largest total cost kept, in bytes.
     public let costLimit: Int
@@ -45,10 +45,11 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// How many images have been put in memory so far. Read before a lookup that misses, it
-    /// tells later whether memory may hold more than the lookup saw: while it is unchanged,
-    /// looking again finds nothing new. The pipeline reads it so that a flight's leader looks in
-    /// memory a second time only when an image went in since its caller looked (a flight that
+    /// How many times memory has gained something a lookup could answer from: an image put in,
+    /// or an original's SHA-256 learned (which can make a variant usable). Read before a lookup
+    /// that misses, it tells later whether looking again could find more: while it is
+    /// unchanged, it could not. The pipeline reads it so that a flight's leader looks in memory
+    /// a second time only when memory gained something since its caller looked (a flight that
     /// ended in between fills memory before it ends). One atomic load, no lock.
     var fills: UInt64 { fillCount.load(ordering: .acquiring) }
 
@@ -60,6 +61,7 @@ public final class MemoryCache: Sendable {
     /// Remembers that the original of `key` has the SHA-256 `digest` now.
     func rememberOriginal(_ digest: String, forKey key: String) {
         storage.withLock { _ = $0.originals.insert(digest, forKey: key, cost: 1) }
+        fillCount.add(1, ordering: .releasing)  // a variant made from these bytes may answer now
     }
 
     /// The image for `key` without counting a hit or changing the order.

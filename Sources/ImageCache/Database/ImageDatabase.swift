@@ -186,8 +186,9 @@ public actor ImageDatabase {
 
     /// Stages 2-6 of ``image(_:)-(ImageRequest)`` after ``lookInMemory(_:)`` missed: the flight
     /// of the key, led or joined, disk, origin or processing, store. When memory held nothing,
-    /// a new flight's leader looks in memory once more only if an image has gone into memory
-    /// since the miss (a flight may have ended in between); when it held a stale entry, memory
+    /// a new flight's leader looks in memory once more only if memory has gained an image (or
+    /// an original's digest) since the miss (a flight may have ended in between); when it held a
+    /// stale entry, memory
     /// is looked in again first (another request may have refreshed it in between, and the
     /// stale entry would be revalidated twice).
     public nonisolated func image(after miss: MemoryMiss) async throws -> Image {

@@ -289,8 +289,9 @@ public final class ImagePipeline: Sendable {
                 // The flight this caller missed in memory may have ended between the look and
                 // this `begin`: its image is in memory now, and reading the disk again would be
                 // work done twice. Such a flight put its image in memory before it ended, so
-                // memory is looked in again only if an image went in since the caller looked
-                // (on a cold path, nothing did: one look per key).
+                // memory is looked in again only if it gained something since the caller looked
+                // (an image, or an original's digest: `MemoryCache.fills`; on a cold path nothing
+                // did, so one look per key).
                 if stale == nil, memory.fills != fills,
                    case let .answered(image) = memoryLookup(request, countingHit: caller.countsHits) {
                     complete(request, flight: id, with: .success(image), keepingInMemory: false)

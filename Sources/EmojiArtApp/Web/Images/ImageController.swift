@@ -105,7 +105,7 @@ struct ImageController<Context: RequestContext>: Sendable {
     /// A miss is handed to the route with its plan and its look in memory (``LaneHandoff``): the
     /// route plans nothing (unless the feed changed in between) and goes on with
     /// `ImageDatabase.image(after:)`, which looks in memory again only as its flight's leader
-    /// when an image went into memory since the lane looked (or when memory held a stale entry).
+    /// when memory gained an image since the lane looked (or when memory held a stale entry).
     var fastLane: FastLane.Responder {
         { [services] request in
             // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
