@@ -6,8 +6,7 @@ import Synchronization
 public final class Gate: Sendable {
     private struct State {
         var isOpen = false
-        var nextID = 0
-        var waiting: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var waiting = WaitList<Void, any Error>()
     }
 
     private let state = Mutex(State())
@@ -19,22 +18,19 @@ public final class Gate: Sendable {
 
     /// Returns once the gate is open.
     public func pass() async throws {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = state.withLock { $0.waiting.reserve() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let outcome = state.withLock { state -> Result<Void, CancellationError>? in
                     if state.isOpen { return .success(()) }
                     if Task.isCancelled { return .failure(CancellationError()) }
-                    state.waiting[id] = continuation
+                    state.waiting.add(id, waitingFor: (), continuation)
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }
             }
         } onCancel: {
-            state.withLock { $0.waiting.removeValue(forKey: id) }?.resume(throwing: CancellationError())
+            state.withLock { $0.waiting.remove(id) }?.resume(throwing: CancellationError())
         }
     }
 
@@ -42,9 +38,8 @@ public final class Gate: Sendable {
     public func open() {
         let waiting = state.withLock { state in
             state.isOpen = true
-            defer { state.waiting.removeAll() }
-            return Array(state.waiting.values)
+            return state.waiting.removeAll { _ in true }
         }
-        for continuation in waiting { continuation.resume() }
+        for waiter in waiting { waiter.continuation.resume() }
     }
 }

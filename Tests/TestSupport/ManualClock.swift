@@ -16,23 +16,17 @@ public final class ManualClock: Clock, Sendable {
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
-    private struct Sleeper {
-        let id: Int
-        let deadline: Instant
-        let continuation: CheckedContinuation<Void, any Error>
-    }
-
     private struct State {
         var now = Instant()
-        var nextID = 0
-        var sleepers: [Sleeper] = []
-        var watchers: [(id: Int, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Tasks sleeping until their deadline.
+        var sleepers = WaitList<Instant, any Error>()
+        /// Tasks waiting until as many tasks sleep as each asks for.
+        var watchers = WaitList<Int, Never>()
 
-        /// Removes and returns the watchers whose count of sleepers is reached.
+        /// Takes out the watchers whose count of sleepers is reached.
         mutating func satisfiedWatchers() -> [CheckedContinuation<Void, Never>] {
-            let ready = watchers.filter { $0.count <= sleepers.count }.map(\.continuation)
-            watchers.removeAll { $0.count <= sleepers.count }
-            return ready
+            let sleeping = sleepers.count
+            return watchers.removeAll { $0 <= sleeping }.map(\.continuation)
         }
     }
 
@@ -47,50 +41,38 @@ public final class ManualClock: Clock, Sendable {
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = state.withLock { $0.sleepers.reserve() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (wake, watchers) = state.withLock { state -> (Result<Void, CancellationError>?, [CheckedContinuation<Void, Never>]) in
                     if Task.isCancelled { return (.failure(CancellationError()), []) }
                     if deadline <= state.now { return (.success(()), []) }
-                    state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
+                    state.sleepers.add(id, waitingFor: deadline, continuation)
                     return (nil, state.satisfiedWatchers())
                 }
                 if let wake { continuation.resume(with: wake) }
                 for watcher in watchers { watcher.resume() }
             }
         } onCancel: {
-            let sleeper = state.withLock { state in
-                state.sleepers.firstIndex { $0.id == id }.map { state.sleepers.remove(at: $0) }
-            }
-            sleeper?.continuation.resume(throwing: CancellationError())
+            state.withLock { $0.sleepers.remove(id) }?.resume(throwing: CancellationError())
         }
     }
 
     /// Returns once at least `count` tasks are sleeping on this clock, or once the waiting task
     /// is cancelled (a test's time limit): code that never sleeps fails the test, never hangs it.
     public func waitForSleepers(_ count: Int = 1) async {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
+        let id = state.withLock { $0.watchers.reserve() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = state.withLock { state in
                     if state.sleepers.count >= count || Task.isCancelled { return true }
-                    state.watchers.append((id, count, continuation))
+                    state.watchers.add(id, waitingFor: count, continuation)
                     return false
                 }
                 if ready { continuation.resume() }
             }
         } onCancel: {
-            let watcher = state.withLock { state in
-                state.watchers.firstIndex { $0.id == id }.map { state.watchers.remove(at: $0) }
-            }
-            watcher?.continuation.resume()
+            state.withLock { $0.watchers.remove(id) }?.resume()
         }
     }
 
@@ -99,9 +81,7 @@ public final class ManualClock: Clock, Sendable {
         let due = state.withLock { state in
             state.now = state.now.advanced(by: duration)
             let now = state.now
-            let due = state.sleepers.filter { $0.deadline <= now }.sorted { $0.deadline < $1.deadline }
-            state.sleepers.removeAll { $0.deadline <= now }
-            return due
+            return state.sleepers.removeAll { $0 <= now }.sorted { $0.condition < $1.condition }
         }
         for sleeper in due { sleeper.continuation.resume() }
     }
