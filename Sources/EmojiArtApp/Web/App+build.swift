@@ -39,7 +39,9 @@ public enum EmojiArtApp {
         )
     }
 
-    /// Builds the router: pages, images, events, actions, health and metrics.
+    /// Builds the router: pages, images, events, actions, health and metrics. Its last
+    /// middleware turns errors into pages (for a request no route matches), so a route added
+    /// to it afterwards answers its errors as pages too.
     public static func buildRouter(
         _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
     ) throws -> Router<BasicRequestContext> {
