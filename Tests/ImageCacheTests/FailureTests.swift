@@ -168,10 +168,20 @@ import TestSupport
         sender.yield(ByteBuffer(bytes: [1, 2, 3]))
         let clock = ManualClock()
         let deadline = clock.now.advanced(by: .seconds(30))
+        let (ended, end) = AsyncStream<Never>.makeStream()
         let collecting = Task {
-            try await HTTPClientResponse.Body.stream(parts).collect(upTo: 1_000, by: deadline, on: clock)
+            defer { end.finish() }
+            return try await HTTPClientResponse.Body.stream(parts).collect(upTo: 1_000, by: deadline, on: clock)
         }
-        await clock.waitForSleepers(1)
+        // The deadline's sleep starts, or (a deadline that does not wait) the collecting ends:
+        // whichever comes first; both waits end when cancelled.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await clock.waitForSleepers(1) }
+            group.addTask { for await _ in ended {} }
+            await group.next()
+            group.cancelAll()
+        }
+        #expect(clock.sleeperCount == 1, "the deadline's sleep has begun")
         clock.advance(by: .seconds(29))
         #expect(clock.sleeperCount == 1, "the deadline has not come")
         clock.advance(by: .seconds(1))
