@@ -188,9 +188,8 @@ public actor ImageDatabase {
     /// of the key, led or joined, disk, origin or processing, store. When memory held nothing,
     /// a new flight's leader looks in memory once more only if memory has gained an image (or
     /// an original's digest) since the miss (a flight may have ended in between); when it held a
-    /// stale entry, memory
-    /// is looked in again first (another request may have refreshed it in between, and the
-    /// stale entry would be revalidated twice).
+    /// stale entry, memory is looked in again first (another request may have refreshed it in
+    /// between, and the stale entry would be revalidated twice).
     public nonisolated func image(after miss: MemoryMiss) async throws -> Image {
         guard miss.stale == nil else { return try await image(miss.request) }
         return try await pipeline.load(miss.request, stale: nil, fills: miss.fills)
