@@ -26,6 +26,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func validate() throws {
             if let app { _ = try CacheCommand.appBase(app) }
+            try CacheCommand.checkOneCache(app: app, cache: cache)
         }
 
         func run() async throws {
@@ -42,16 +43,20 @@ struct CacheCommand: AsyncParsableCommand {
                 print(TerminalText.printable(String(buffer: body), keepingNewlines: true))
                 return
             }
-            let database = cache.database()
-            switch await database.setUp() {
-            case let .success(report):
-                print("directory  \(cache.directory.path)")
-                print("entries    \(report.entries)")
-                print("bytes      \(report.bytes)")
-                if report.removedTemporaryFiles > 0 { print("removed    \(report.removedTemporaryFiles) temporary files left by killed writers") }
-                if report.linkedEntries > 0 { print("linked     \(report.linkedEntries) entries with a second name (hard links): modes left as they are") }
-            case let .failure(error):
-                throw CommandFailure("\(error)")
+            // Read only: nothing is created, tightened, deleted or evicted (the app's set-up does that).
+            let survey = try CacheCommand.survey(cache.directory)
+            print("directory  \(cache.directory.path)\(survey.exists ? "" : " (not made yet: nothing is cached)")")
+            print("entries    \(survey.entries)")
+            print("bytes      \(survey.bytes)")
+            if survey.linkedEntries > 0 { print("linked     \(survey.linkedEntries) entries with a second name (hard links)") }
+            if survey.temporaryFiles > 0 {
+                print("temporary  \(survey.temporaryFiles) files: writes under way, or left by a killed writer (removed when the app next starts)")
+            }
+            if survey.otherFiles > 0 {
+                let others = survey.otherFiles == 1 ? "1 file or folder" : "\(survey.otherFiles) files or folders"
+                print("other      \(others) the cache did not write: left alone, and the directory's mode with them")
+            } else if survey.exists, survey.mode & 0o077 != 0 {
+                print("mode       \(String(survey.mode, radix: 8)): others may read the cache (the app makes it 700 when it next starts)")
             }
         }
     }
@@ -78,6 +83,7 @@ struct CacheCommand: AsyncParsableCommand {
                 throw ValidationError("the memory cache lives in a running app: pass --app URL with --memory")
             }
             if let app { _ = try CacheCommand.appBase(app) }
+            try CacheCommand.checkOneCache(app: app, cache: cache)
         }
 
         func run() async throws {
@@ -113,11 +119,33 @@ struct CacheCommand: AsyncParsableCommand {
                 }
                 return
             }
+            guard try CacheCommand.survey(cache.directory).exists else {
+                print("nothing to clear: \(cache.directory.path) does not exist")
+                return
+            }
             let database = cache.database()
             if case let .failure(error) = await database.setUp() { throw CommandFailure("\(error)") }
             let before = database.storage.usage
             await database.clear()
             print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
+        }
+    }
+
+    /// What the cache directory holds, read without changing anything.
+    static func survey(_ directory: URL) throws -> DiskStorage.Survey {
+        do {
+            return try DiskStorage(directory: directory, synchronizesWrites: false).survey()
+        } catch {
+            guard case let .diskFailure(path, reason) = error else { throw CommandFailure("\(error)") }
+            throw CommandFailure("\(reason) (\(path)): pass --cache-dir a directory the cache may use")
+        }
+    }
+
+    /// `--app` and `--cache-dir` name two different caches (a running app's, and one on this
+    /// machine): given both, one would be ignored without a word.
+    static func checkOneCache(app: String?, cache: CacheOptions) throws {
+        if app != nil, cache.cacheDir != nil {
+            throw ValidationError("--app asks a running app about its own cache, and --cache-dir names a cache on this machine: pass one or the other")
         }
     }
 

@@ -147,6 +147,39 @@ import TestSupport
         }
     }
 
+    /// `cache stats` only reads: it made a missing directory and set a folder's mode to 0700, and
+    /// `cache clear --cache-dir /` made `/` 0700 (found by a user's trial). A directory that holds
+    /// more than the cache keeps its mode, and `--app` with `--cache-dir` is refused (one was
+    /// ignored without a word).
+    @Test func cacheCommandsLeaveADirectoryThatIsNotTheCachesAlone() async throws {
+        let parent = TemporaryDirectory()
+        let missing = parent.url.appendingPathComponent("not-yet")
+        let none = try await run(["cache", "stats", "--cache-dir", missing.path])
+        #expect(none.status == 0 && none.output.contains("not made yet"), "\(none.output)")
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+        let cleared = try await run(["cache", "clear", "--cache-dir", missing.path])
+        #expect(cleared.status == 0 && cleared.output.contains("nothing to clear"), "\(cleared.output)")
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+
+        let documents = parent.url.appendingPathComponent("documents")
+        try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: false)
+        try Data("mine".utf8).write(to: documents.appendingPathComponent("notes.txt"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: documents.path)
+        func mode() throws -> Int { try FileManager.default.attributesOfItem(atPath: documents.path)[.posixPermissions] as? Int ?? 0 }
+        let stats = try await run(["cache", "stats", "--cache-dir", documents.path])
+        #expect(stats.status == 0 && stats.output.contains("other      1 file or folder"), "\(stats.output)")
+        #expect(try mode() == 0o755)
+        let clear = try await run(["cache", "clear", "--cache-dir", documents.path])
+        #expect(clear.status == 0, "\(clear.output)")
+        #expect(try mode() == 0o755, "a directory that is not the cache's alone keeps its mode")
+        #expect(FileManager.default.fileExists(atPath: documents.appendingPathComponent("notes.txt").path))
+
+        for command in ["stats", "clear"] {
+            let both = try await run(["cache", command, "--app", "http://127.0.0.1:8080", "--cache-dir", documents.path])
+            #expect(both.status != 0 && both.output.contains("pass one or the other"), "\(both.output)")
+        }
+    }
+
     /// Not from a browser (no Origin, no Sec-Fetch-Site): the app's cross-site rule lets it through.
     @Test func cacheClearWithAppClearsARunningApp() async throws {
         try await withVerifiedApp { port, database, _ in

@@ -187,6 +187,63 @@ import Glibc
         #expect(try storage.read(forKey: "k")?.data == image.data)
     }
 
+    /// A directory that holds more than the cache (a home directory, `/`, a folder of documents,
+    /// given as `--cache-dir`) keeps its mode: `cache clear --cache-dir /` made `/` 0700 and locked
+    /// every other user out (found by a user's trial). Its entries are the cache's and are made
+    /// private; the other files and folders are not touched.
+    @Test func aDirectoryThatHoldsMoreThanTheCacheKeepsItsMode() throws {
+        let old = try storage()
+        try old.write(image, forKey: "a")
+        #expect(chmod(entryPath(old, "a"), 0o644) == 0)
+        let notes = directory.url.appendingPathComponent("notes.txt").path
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
+        #expect(chmod(notes, 0o644) == 0)
+        try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("photos"), withIntermediateDirectories: false)
+        #expect(chmod(directory.url.path, 0o755) == 0)
+
+        let report = try DiskStorage(directory: directory.url, synchronizesWrites: false).setUp()
+        #expect(report.otherFiles == 2)
+        #expect(mode(directory.url.path) == 0o755, "the directory is not the cache's alone")
+        #expect(report.tightenedModes == 1, "the entry alone")
+        #expect(mode(entryPath(old, "a")) == 0o600)
+        #expect(mode(notes) == 0o644)
+        #expect(report.entries == 1)
+    }
+
+    /// `survey()` (what `emojiart cache stats` shows) changes nothing: a missing directory is not
+    /// made, a directory and its entries keep their modes, a temporary file left by a killed
+    /// writer stays; and a file given as the directory is a clear failure.
+    @Test func aSurveyChangesNothing() throws {
+        let missing = directory.url.appendingPathComponent("not-yet")
+        let none = try DiskStorage(directory: missing, synchronizesWrites: false).survey()
+        #expect(!none.exists && none.entries == 0)
+        #expect(!FileManager.default.fileExists(atPath: missing.path))
+
+        let old = try storage()
+        try old.write(image, forKey: "a")
+        #expect(chmod(entryPath(old, "a"), 0o644) == 0)
+        let leftover = directory.url.appendingPathComponent(".tmp-999999999-x").path
+        try Data([1]).write(to: URL(fileURLWithPath: leftover))
+        try Data("mine".utf8).write(to: directory.url.appendingPathComponent("notes.txt"))
+        #expect(chmod(directory.url.path, 0o755) == 0)
+
+        let survey = try DiskStorage(directory: directory.url, synchronizesWrites: false).survey()
+        #expect(survey.exists && survey.entries == 1 && survey.temporaryFiles == 1 && survey.otherFiles == 1)
+        #expect(survey.bytes == Int(try FileManager.default.attributesOfItem(atPath: entryPath(old, "a"))[.size] as? UInt64 ?? 0))
+        #expect(survey.mode == 0o755)
+        #expect(mode(directory.url.path) == 0o755)
+        #expect(mode(entryPath(old, "a")) == 0o644)
+        #expect(FileManager.default.fileExists(atPath: leftover))
+
+        let file = directory.url.appendingPathComponent("notes.txt")
+        #expect {
+            try DiskStorage(directory: file, synchronizesWrites: false).survey()
+        } throws: { error in
+            guard case let ImagePipeline.Error.diskFailure(_, reason) = error else { return false }
+            return reason.contains("a file, not a directory")
+        }
+    }
+
     /// A cache written by an older build (`0644` entries in a `0755` directory) is made private by
     /// set-up; a symbolic link in it is not followed to change what it points at.
     @Test func setUpTightensACacheWrittenBefore() throws {

@@ -23,13 +23,65 @@ extension DiskStorage {
         public var evicted: Int
         /// Entries (and the directory) that others could read, made private (`0600`, `0700`).
         public var tightenedModes: Int = 0
+        /// Files and folders in the directory that are not the cache's own (neither an entry nor
+        /// a temporary file): left alone, and while there are any the directory's mode is left as
+        /// it is, since the directory is not the cache's alone (`--cache-dir ~` must not lock
+        /// others out of a home directory).
+        public var otherFiles: Int = 0
+    }
+
+    /// What the directory holds, read without changing anything (``survey()``).
+    public struct Survey: Sendable, Hashable {
+        /// Whether the directory exists; `false` before anything was cached.
+        public var exists: Bool
+        /// Entry files, whatever their state (each is checked when it is read).
+        public var entries: Int
+        /// Their total size in bytes.
+        public var bytes: Int
+        /// Entries with a second name (hard links).
+        public var linkedEntries: Int
+        /// Temporary files: a write under way, or one left by a killed process.
+        public var temporaryFiles: Int
+        /// Files and folders that are not the cache's own.
+        public var otherFiles: Int
+        /// The directory's permission bits, such as `0o700` (`0` when it does not exist).
+        public var mode: Int
+    }
+
+    /// Lists the directory without creating it, changing a mode, deleting a file or indexing:
+    /// what `emojiart cache stats` shows. A directory that does not exist is an empty survey.
+    /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)`` when the path cannot be listed
+    ///   (not a directory, no permission).
+    public func survey() throws(ImagePipeline.Error) -> Survey {
+        var info = stat()
+        guard stat(directory.path, &info) == 0 else {
+            if errno == ENOENT { return Survey(exists: false, entries: 0, bytes: 0, linkedEntries: 0, temporaryFiles: 0, otherFiles: 0, mode: 0) }
+            throw .diskFailure(path: directory.path, reason: "cannot read the cache directory: \(Errno(rawValue: errno))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw .diskFailure(path: directory.path, reason: "the cache directory is a file, not a directory")
+        }
+        let listing: (files: [ListedFile], others: Int)
+        do {
+            listing = try listDirectory()
+        } catch {
+            throw .diskFailure(path: directory.path, reason: "cannot list the cache directory: \(error)")
+        }
+        let entries = listing.files.filter { Self.isEntryName($0.name) }
+        return Survey(
+            exists: true, entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size },
+            linkedEntries: entries.count(where: { $0.links > 1 }), temporaryFiles: listing.files.count(where: { $0.name.hasPrefix(".tmp-") }), otherFiles: listing.others,
+            mode: Int(info.st_mode & 0o7777)
+        )
     }
 
     /// Creates the directory when missing (`0700`), deletes temporary files left by processes that
     /// are no longer running (or not written for an hour: a process id is reused), makes the
     /// directory and entries written before private (a group or others bit is cleared: `0700`,
     /// `0600`; not an entry with a second name, a hard link, whose other name may be a file
-    /// elsewhere), and indexes the entries by modification time (oldest least recent).
+    /// elsewhere; not the directory while it holds files that are not the cache's, see
+    /// ``SetUpReport/otherFiles``), and indexes the entries by modification time (oldest least
+    /// recent).
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
@@ -37,23 +89,32 @@ extension DiskStorage {
     ///   created or listed.
     @discardableResult
     public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
-        let names: [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)]
+        let names: [ListedFile]
+        let others: Int
         var tightened = 0
         do {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
             )
-            names = try listDirectory()
+            (names, others) = try listDirectory()
             scans.withLock { $0 += 1 }
         } catch {
             throw .diskFailure(path: directory.path, reason: "cannot create or list the cache directory: \(error)")
         }
         // The directory is the user's choice (it may be a link to one): followed, and a mode that
-        // cannot be changed (another owner's directory) is logged, not fatal.
-        do {
-            if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
-        } catch {
-            logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
+        // cannot be changed (another owner's directory) is logged, not fatal. A directory that
+        // holds more than the cache (`/`, a home directory, a folder of documents) keeps its mode.
+        if others > 0 {
+            logger.notice(
+                "the cache directory holds \(Self.others(others)) that the cache did not write: its mode is left as it is; give the cache a directory of its own to keep it private",
+                metadata: ["directory": "\(directory.path)"]
+            )
+        } else {
+            do {
+                if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
+            } catch {
+                logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
+            }
         }
         var removedTemporary = 0
         var linkedEntries = 0
@@ -85,7 +146,7 @@ extension DiskStorage {
         let (count, bytes) = usage
         return SetUpReport(
             entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, linkedEntries: linkedEntries, evicted: evicted.count,
-            tightenedModes: tightened
+            tightenedModes: tightened, otherFiles: others
         )
     }
 
@@ -107,18 +168,29 @@ extension DiskStorage {
         }
     }
 
-    /// Lists regular files with their size, modification time (nanoseconds since 1970), mode and
-    /// number of names (hard links), with `readdir` and `fstatat`.
-    func listDirectory() throws -> [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)] {
+    /// "1 file or folder", "2 files or folders".
+    static func others(_ count: Int) -> String {
+        count == 1 ? "1 file or folder" : "\(count) files or folders"
+    }
+
+    /// A regular file of the directory: its name, size, modification time (nanoseconds since
+    /// 1970), mode and number of names (hard links).
+    typealias ListedFile = (name: String, size: Int, modified: Int64, mode: mode_t, links: Int)
+
+    /// Lists the directory's regular files, with `readdir` and `fstatat`, and counts the names of
+    /// any type that are not the cache's own (neither an entry's nor a temporary file's).
+    func listDirectory() throws -> (files: [ListedFile], others: Int) {
         guard let stream = opendir(directory.path) else { throw Errno(rawValue: errno) }
         defer { closedir(stream) }
         let descriptor = dirfd(stream)
-        var files: [(name: String, size: Int, modified: Int64, mode: mode_t, links: Int)] = []
+        var files: [ListedFile] = []
+        var others = 0
         while let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
             guard name != ".", name != ".." else { continue }
+            if !Self.isEntryName(name), !name.hasPrefix(".tmp-") { others += 1 }
             var info = stat()
             guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
             // Anyone who can write the directory sets these: a modification time of any second
@@ -129,7 +201,7 @@ extension DiskStorage {
                 : seconds * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
             files.append((name, max(0, Int(info.st_size)), modified, info.st_mode, Int(info.st_nlink)))
         }
-        return files
+        return (files, others)
     }
 
     /// How long a temporary file of a running process may go unwritten before it counts as a

@@ -214,7 +214,7 @@ public final class DiskStorage: Sendable {
     /// Removes every entry this process knows of and any other entry file in the directory.
     public func removeAll() {
         index.withLock { $0.removeAll() }
-        for name in (try? listDirectory()) ?? [] where Self.isEntryName(name.name) {
+        for name in (try? listDirectory())?.files ?? [] where Self.isEntryName(name.name) {
             remove(fileNamed: name.name)
         }
     }
