@@ -49,7 +49,7 @@ struct ClusterCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...32).contains(instances) else { throw ValidationError("--instances must be 1...32") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        try ServerOptions.checkPort(port, option: "--port")
         if let workDir, !EdgeConfiguration.isUsableInConfiguration(URL(fileURLWithPath: workDir).standardizedFileURL.path) {
             throw ValidationError("--work-dir \(workDir) cannot go into nginx's configuration: choose a directory whose path has no quotes, backslashes, $ or control characters")
         }

@@ -137,12 +137,13 @@ func gallerySigningKey(_ file: String?) throws -> SigningKey {
     }
 }
 
-/// Runs a server, turning "address in use" into a message that says what to do.
-func runReportingBindErrors(port: Int, _ serve: () async throws -> Void) async throws {
+/// Runs a server, turning "address in use" into a message that says what to do: pass `option`
+/// with another port.
+func runReportingBindErrors(port: Int, option: String = "--port", _ serve: () async throws -> Void) async throws {
     do {
         try await serve()
     } catch let error as IOError where error.errnoCode == EADDRINUSE {
-        throw CommandFailure("port \(port) is already in use: pass --port with another port (0 picks a free one)")
+        throw CommandFailure("port \(port) is already in use: pass \(option) with another port (0 picks a free one)")
     }
 }
 

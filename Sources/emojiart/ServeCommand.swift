@@ -19,14 +19,18 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var cache: CacheOptions
     @OptionGroup var answers: AnswerOptions
 
-    @Option(help: "Port of the gallery; 0 picks a free one.")
-    var galleryPort: Int = 0
+    @Option(help: "Port of the gallery. The same port from run to run lets the disk cache, which keeps images under the gallery's address, answer again; 0 picks a free one each time.")
+    var galleryPort: Int = 8090
 
     @Option(help: "Seed of the gallery's feed.")
     var seed: UInt64 = GalleryConfiguration.defaultSeed
 
     @Option(help: "Images verified at once.")
     var concurrency: Int = 8
+
+    func validate() throws {
+        try ServerOptions.checkPort(galleryPort, option: "--gallery-port")
+    }
 
     func run() async throws {
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -38,9 +42,17 @@ struct ServeCommand: AsyncParsableCommand {
             portContinuation.yield(port)
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await gallery.runService() }
+            // A gallery that cannot start (its port in use) ends the stream of ports, so this does
+            // not wait for it forever, and its error is the command's.
+            group.addTask {
+                defer { portContinuation.finish() }
+                try await runReportingBindErrors(port: galleryPort, option: "--gallery-port") { try await gallery.runService() }
+            }
             var iterator = ports.makeAsyncIterator()
-            guard let galleryPort = await iterator.next() else { return }
+            guard let galleryPort = await iterator.next() else {
+                try await group.waitForAll()
+                return
+            }
             var configuration = AppConfiguration(
                 host: server.host, port: server.port,
                 galleryURL: URL(string: URL.origin(host: "127.0.0.1", port: galleryPort))!, concurrency: concurrency,

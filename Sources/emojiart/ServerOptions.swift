@@ -23,7 +23,14 @@ struct ServerOptions: ParsableArguments {
     /// ``idleTimeout`` as NIO takes it.
     var idleTime: TimeAmount { .seconds(Int64(idleTimeout)) }
 
+    /// Refuses a port outside 0...65535: the socket layer took 70000 as 4464, and -1 failed with
+    /// a message that named no option.
+    static func checkPort(_ port: Int, option: String) throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("\(option) must be 0...65535 (0 picks a free one), got \(port)") }
+    }
+
     func validate() throws {
+        try Self.checkPort(port, option: "--port")
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be at least 1 second and at most a day (86400)") }
     }
 }

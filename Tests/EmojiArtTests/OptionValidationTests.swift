@@ -1,4 +1,5 @@
 import Foundation
+import GalleryServer
 import Testing
 import TestSupport
 
@@ -21,6 +22,29 @@ extension CommandLineTests {
 }
 
 extension CommandLineTests {
+    /// A port outside 0...65535 is refused by name: the socket layer took 70000 as 4464 (the
+    /// server answered somewhere nobody asked for) and -1 failed with a resolver's message.
+    @Test(arguments: [["app", "--gallery", "http://127.0.0.1:9", "--port"], ["gallery", "--port"], ["serve", "--port"],
+                      ["serve", "--gallery-port"], ["cluster", "--port"]])
+    func aPortOutsideItsRangeIsRefused(command: [String]) async throws {
+        for value in ["65536", "70000", "-1"] {
+            let outcome = try await run(command.dropLast() + ["\(command.last!)=\(value)"])
+            #expect(outcome.status == 64, "a usage error: \(outcome.output)")
+            #expect(outcome.output.contains("\(command.last!) must be 0...65535 (0 picks a free one), got \(value)"), "\(outcome.output)")
+        }
+    }
+
+    /// The default command's gallery on a port in use: the command waited forever for a gallery
+    /// that had failed to start. It now ends with the option to change.
+    @Test(.timeLimit(.minutes(3))) func theDefaultCommandsGalleryOnABusyPortSaysSoAndEnds() async throws {
+        let cache = TemporaryDirectory()
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { busy in
+            let outcome = try await run(["--port", "0", "--gallery-port", "\(busy)", "--cache-dir", cache.url.path])
+            #expect(outcome.status == 1, "\(outcome.output)")
+            #expect(outcome.output.contains("port \(busy) is already in use: pass --gallery-port with another port"), "\(outcome.output)")
+        }
+    }
+
     /// Without an idle time-out a client could hold connections open with half a request head.
     @Test(arguments: [["app", "--gallery", "http://127.0.0.1:9"], ["gallery"], ["serve"]])
     func anIdleTimeoutUnderOneSecondOrOverADayIsRefused(command: [String]) async throws {
