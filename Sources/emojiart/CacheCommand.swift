@@ -32,7 +32,7 @@ struct CacheCommand: AsyncParsableCommand {
         func run() async throws {
             if let app = try app.map(CacheCommand.appBase) {
                 let deadline = ContinuousClock.now + .seconds(5)
-                let response = try await HTTPImageFetcher.defaultClient.execute(HTTPClientRequest(url: app + "/stats"), timeout: .seconds(5))
+                let response = try await CacheCommand.ask(HTTPImageFetcher.defaultClient, HTTPClientRequest(url: app + "/stats"), app: app)
                 let type = response.headers.first(name: "content-type") ?? "none"
                 guard response.status.code == 200, type.hasPrefix("application/json") else {
                     throw CommandFailure("\(app)/stats answered \(response.status.code) with content type \(TerminalText.printable(type)), "
@@ -99,7 +99,7 @@ struct CacheCommand: AsyncParsableCommand {
                 for (wanted, path) in [(clearMemory, "/cache/clear-memory"), (clearDisk, "/cache/clear-disk")] where wanted {
                     var request = HTTPClientRequest(url: app + path)
                     request.method = .POST
-                    let response = try await client.execute(request, timeout: .seconds(5))
+                    let response = try await CacheCommand.ask(client, request, app: app)
                     guard response.status.code != 421 else {
                         throw CommandFailure("\(app) does not answer to that host name (421): use the address it prints, or start it with --allowed-host NAME")
                     }
@@ -128,6 +128,15 @@ struct CacheCommand: AsyncParsableCommand {
             let before = database.storage.usage
             await database.clear()
             print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
+        }
+    }
+
+    /// `request` to the app at `app`, within 5 s; no answer is a failure that says why in words.
+    static func ask(_ client: HTTPClient, _ request: HTTPClientRequest, app: String) async throws -> HTTPClientResponse {
+        do {
+            return try await client.execute(request, timeout: .seconds(5))
+        } catch {
+            throw CommandFailure("\(app) is not answering (\(HTTPImageFetcher.describe(error))): is the app running there? Give the address it prints when it starts")
         }
     }
 

@@ -269,9 +269,17 @@ import TestSupport
 
     @Test func syncAgainstADeadGallerySaysWhatToDo() async throws {
         let cache = TemporaryDirectory()
-        let outcome = try await run(["sync", "--gallery", "http://127.0.0.1:9", "--cache-dir", cache.url.path])
+        let closed = try ClosedPort()
+        let outcome = try await run(["sync", "--gallery", closed.url, "--cache-dir", cache.url.path])
         #expect(outcome.status != 0)
-        #expect(outcome.output.contains("not answering") && outcome.output.contains("emojiart gallery"))
+        #expect(outcome.output.contains("not answering with its feed (connection refused: nothing listens at that address and port)")
+            && outcome.output.contains("emojiart gallery"), "\(outcome.output)")
+        // The cache commands say the same of a running app that is not running.
+        for command in [["cache", "stats"], ["cache", "clear"]] {
+            let app = try await run(command + ["--app", closed.url])
+            #expect(app.status != 0)
+            #expect(app.output.contains("\(closed.url) is not answering (connection refused: nothing listens at that address and port)"), "\(app.output)")
+        }
     }
 
     @Test func thumbnailCommandWritesAThumbnailAndRefusesBadInput() async throws {

@@ -156,8 +156,10 @@ import TestSupport
         let error = await #expect(throws: ImageLoader.Error.self) {
             try await database().image(ImageRequest(url: deadURL.appendingPathComponent("images/any")))
         }
-        guard case .connectionFailed = error else { Issue.record("expected connectionFailed, got \(String(describing: error))"); return }
+        guard case let .connectionFailed(_, reason) = error else { Issue.record("expected connectionFailed, got \(String(describing: error))"); return }
         #expect(error?.description.contains("running") == true)
+        // In words, not NIO's "connection reset (error set): Connection refused) (errno: 111)".
+        #expect(reason == "connection refused: nothing listens at that address and port", "\(reason)")
     }
 
     /// The body's deadline, on a clock the test moves: a body that sent part of itself and then

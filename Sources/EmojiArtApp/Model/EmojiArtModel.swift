@@ -43,7 +43,7 @@ public actor EmojiArtModel {
         public var description: String {
             switch self {
             case let .galleryUnavailable(url, reason):
-                "the gallery at \(url) is not answering (\(reason)): start it with `emojiart gallery`, or pass --gallery URL, then retry"
+                "the gallery at \(url) is not answering with its feed (\(reason)): start it with `emojiart gallery`, or pass --gallery URL, then retry"
             case let .invalidFeed(url, reason):
                 "\(url) did not send a valid feed (\(reason)): is --gallery the URL of an EmojiArt gallery?"
             case let .unauthenticatedFeed(url, failure):
@@ -286,7 +286,6 @@ public actor EmojiArtModel {
 
     /// A short reason for a network error.
     static func reason(_ error: any Swift.Error) -> String {
-        if let clientError = error as? HTTPClientError { return "\(clientError)" }
-        return String(describing: error)
+        HTTPImageFetcher.describe(error)
     }
 }

@@ -157,19 +157,48 @@ public struct HTTPImageFetcher: ImageFetching {
         }
         if let clientError = error as? HTTPClientError {
             switch clientError {
-            case .connectTimeout:
-                return ImagePipeline.Error.connectionFailed(url: url, reason: "no connection could be made within the connect timeout")
             case .deadlineExceeded, .readTimeout, .writeTimeout:
                 return ImagePipeline.Error.timeout(url: url, seconds: seconds)
             case .cancelled:
                 return CancellationError()
-            case .remoteConnectionClosed:
-                return ImagePipeline.Error.connectionFailed(url: url, reason: "the connection closed before the body was complete")
             default:
-                return ImagePipeline.Error.connectionFailed(url: url, reason: "\(clientError)")
+                break
             }
         }
-        return ImagePipeline.Error.connectionFailed(url: url, reason: "\(error)")
+        return ImagePipeline.Error.connectionFailed(url: url, reason: describe(error))
+    }
+
+    /// Why a request to a server got no answer, in a person's words: NIO's own text for a
+    /// refused connection reads "connection reset (error set): Connection refused) (errno: 111)".
+    /// For AsyncHTTPClient's and NIO's errors; any other error's own description.
+    public static func describe(_ error: any Swift.Error) -> String {
+        if let clientError = error as? HTTPClientError {
+            switch clientError {
+            case .connectTimeout: return "no connection could be made within the connect timeout"
+            case .deadlineExceeded, .readTimeout, .writeTimeout: return "no answer in time"
+            case .remoteConnectionClosed: return "the connection closed before the answer was complete"
+            default: return "\(clientError)"
+            }
+        }
+        if case ChannelError.connectTimeout = error { return "no connection could be made within the connect timeout" }
+        if let error = error as? IOError { return describe(errno: error.errnoCode) }
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return describe(first.error) }
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "the host name \(error.host) could not be resolved" }
+            return "no connection could be made to \(error.host) port \(error.port)"
+        }
+        return String(describing: error)
+    }
+
+    /// A socket error's meaning, with the common ones said plainly.
+    static func describe(errno code: CInt) -> String {
+        switch code {
+        case ECONNREFUSED: "connection refused: nothing listens at that address and port"
+        case ECONNRESET: "the connection was reset by the other end"
+        case ETIMEDOUT: "the connection timed out"
+        case EHOSTUNREACH, ENETUNREACH: "no route to the host"
+        default: "\(String(cString: strerror(code))) (errno \(code))"
+        }
     }
 }
 
