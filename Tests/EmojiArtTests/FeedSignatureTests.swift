@@ -259,7 +259,8 @@ import TestSupport
                     // way out; the stored catalog is shown, marked as not re-authenticated.
                     proxy.route(to: URL(string: "http://127.0.0.1:\(rotatedPort)")!)
                     let refused = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
-                    try await refused.loadImages()
+                    await refused.loadAndVerify()
+                    #expect(refused.phase.value == .ready, "the stored catalog is shown")
                     let failure = SignatureFailure.changedKey(trusted: testGalleryKey.fingerprint, offered: other.fingerprint)
                     guard case .notReauthenticated(failure, _)? = refused.feedOrigin.value else {
                         Issue.record("not refused: \(String(describing: refused.feedOrigin.value))")
@@ -282,6 +283,15 @@ import TestSupport
                     let trusted = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
                     #expect(try await trusted.loadImages().count == 87)
                     #expect(trusted.feedKey.value?.fingerprint == other.fingerprint)
+                    // The app that was refused, asking again: the same feed, now under the new key,
+                    // which the page names (it named the old one until the feed itself changed).
+                    #expect(refused.feedKey.value?.fingerprint == testGalleryKey.fingerprint)
+                    #expect(await refused.refreshIfFeedChanged() == false, "the same feed: nothing to verify again")
+                    if case .notReauthenticated? = refused.feedOrigin.value {
+                        Issue.record("still refused: \(String(describing: refused.feedOrigin.value))")
+                    }
+                    #expect(refused.feedKey.value?.fingerprint == other.fingerprint)
+                    #expect(refused.feedRefusal.value == nil)
                 }
             }
         }

@@ -285,9 +285,12 @@ extension EmojiArtModel {
         feedRefusal.update { $0 = failure }
     }
 
-    /// Records where the feed in use came from, and when it was last authenticated.
+    /// Records where the feed in use came from, the key it was authenticated with (the same
+    /// feed signed by a newly trusted key is the same bytes: the page named the old key until the
+    /// feed changed), and when it was last authenticated.
     private func noteOrigin(_ fetched: FetchedFeed) {
         feedOrigin.update { $0 = fetched.origin }
+        if feedKey.value != fetched.key { feedKey.update { $0 = fetched.key } }
         if let authenticatedAt = fetched.authenticatedAt { feedAuthenticatedAt = authenticatedAt }
         if case .notReauthenticated = fetched.origin {} else { feedRefusal.update { $0 = nil } }
     }
@@ -325,7 +328,6 @@ extension EmojiArtModel {
         let feed = try fetched.entries ?? decodeFeed(bytes)
         adoptedFeed = bytes
         noteOrigin(fetched)
-        feedKey.update { $0 = key }
         if key.trustedOnFirstUse {
             logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")
         }
