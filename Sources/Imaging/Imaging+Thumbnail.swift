@@ -72,8 +72,7 @@ extension Imaging {
         }
         let input = VipsImage(loaded)
         guard input.isEightBitRGB, input.hasAlpha else { return nil }
-        let targetWidth = max(1, Int((Double(info.width) * scale).rounded()))
-        let targetHeight = max(1, Int((Double(info.height) * scale).rounded()))
+        let (targetWidth, targetHeight) = Self.fittedSize(width: info.width, height: info.height, boxWidth: width, boxHeight: height)
         let premultiplied = try VipsImage.make("premultiply", failure: failure) { cvips_premultiply(input.pointer, $0) }
         let eightBit = try VipsImage.make("cast", failure: failure) { cvips_cast_uchar(premultiplied.pointer, $0) }
         let resized = try VipsImage.make("resize", failure: failure) {
@@ -85,6 +84,17 @@ extension Imaging {
 }
 
 extension Imaging {
+    /// The size of the thumbnail of a `width` x `height` image that fits inside `boxWidth` x
+    /// `boxHeight`: scaled by the smaller of the two ratios, each side rounded to the nearest
+    /// pixel (at least 1), as libvips' thumbnail does; an image that fits keeps its size (a
+    /// thumbnail is never larger than its image). A page states an image's size with it before
+    /// the image arrives, so nothing moves when it does.
+    public static func fittedSize(width: Int, height: Int, boxWidth: Int, boxHeight: Int) -> (width: Int, height: Int) {
+        guard width > 0, height > 0 else { return (max(0, width), max(0, height)) }
+        let scale = min(1, Double(boxWidth) / Double(width), Double(boxHeight) / Double(height))
+        return (max(1, Int((Double(width) * scale).rounded())), max(1, Int((Double(height) * scale).rounded())))
+    }
+
     /// Whether this process's libvips can write `format`: a 2 x 2 RGBA image is encoded and
     /// read back. AVIF needs libheif with an AV1 encoder, which a system libvips may lack; an
     /// app asks once at start-up and offers only what works.

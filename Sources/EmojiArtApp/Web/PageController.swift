@@ -3,6 +3,7 @@ import Hummingbird
 import ImageCache
 import GalleryFeed
 import HTTPCaching
+import Imaging
 
 /// The HTML pages: loading (live progress), the catalog, details, and the cache actions.
 struct PageController<Context: RequestContext>: Sendable {
@@ -110,6 +111,11 @@ struct PageController<Context: RequestContext>: Sendable {
         card["thumb2xURL"] = services.url(file, route: .thumbs, density: 2)
         card["largeURL"] = services.url(file, route: .large, density: 1)
         card["large2xURL"] = services.url(file, route: .large, density: 2)
+        let (thumb, large) = (artSize(in: .thumbs), artSize(in: .large))
+        card["thumbWidth"] = thumb.width
+        card["thumbHeight"] = thumb.height
+        card["largeWidth"] = large.width
+        card["largeHeight"] = large.height
         return card
     }
 
@@ -125,13 +131,15 @@ struct PageController<Context: RequestContext>: Sendable {
             // Only an image whose bytes match the signed feed is ever shown.
             "showImage": status == .verified,
             "placeholderText": status.failedVerification ? "failed verification" : "image unavailable",
-            // The gallery's art is 360 x 650: in the 200 px box 110 x 200, in the 600 px box
-            // 332 x 600. Stated so the page does not shift as images arrive.
-            "thumbWidth": 110,
-            "thumbHeight": 200,
-            "largeWidth": 332,
-            "largeHeight": 600,
         ]
+    }
+
+    /// The size of the gallery's art (360 x 650) in an image route's box at 1x, as the route
+    /// makes it (in the default 200 px box 111 x 200, in the 600 px box 332 x 600): stated on the
+    /// page so nothing shifts as images arrive.
+    func artSize(in route: ImageRoute) -> (width: Int, height: Int) {
+        let box = services.boxes[route] ?? 0
+        return Imaging.fittedSize(width: 360, height: 650, boxWidth: box, boxHeight: box)
     }
 
     static func label(_ status: VerificationStatus) -> String {
