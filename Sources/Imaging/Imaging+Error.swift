@@ -38,11 +38,11 @@ extension Imaging {
             case let .unsupportedFormat(name):
                 return "\(name) images are not accepted: convert to PNG, JPEG, WebP, GIF or AVIF"
             case let .inputTooLarge(bytes, limit):
-                return "the image is \(bytes) bytes, over the limit of \(limit): raise the byte limit or use a smaller file"
+                return "the image is \(bytes) bytes, over the limit of \(limit): raise the byte limit (emojiart thumbnail --max-bytes) or use a smaller file"
             case let .tooManyPixels(width, height, limit):
-                return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit or use a smaller image"
+                return "the image is \(width)x\(height) = \(width * height) pixels, over the limit of \(limit): raise the pixel limit (emojiart thumbnail --max-pixels) or use a smaller image"
             case let .sideTooLong(width, height, limit):
-                return "the image is \(width)x\(height), more than \(limit) pixels a side: raise the side limit or use a smaller image"
+                return "the image is \(width)x\(height), more than \(limit) pixels a side: raise the side limit (emojiart thumbnail --max-side) or use a smaller image"
             case let .tooMuchMemoryToDecode(format, width, height, bytes, limit):
                 let kind = switch format {
                 case .avif: "an AVIF"
@@ -54,7 +54,7 @@ extension Imaging {
                     + "\(bytes / 1_048_576) MiB of memory, over the limit of \(limit / 1_048_576) MiB: raise the decode memory limit "
                     + "(emojiart thumbnail --decode-memory) or use a smaller (or non-interlaced) image"
             case let .corrupt(format, detail):
-                return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): fetch it again"
+                return "the \(format.rawValue.uppercased()) image is truncated or corrupt (\(detail)): get a whole copy of it"
             case let .encodeFailed(format, detail):
                 return "encoding \(format) failed (\(detail))"
             case let .invalidArgument(message):

@@ -15,6 +15,16 @@ struct ThumbnailCommand: ParsableCommand {
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case png, webp, jpeg
+
+        /// The format a file name's extension names (`.png`, `.webp`, `.jpg` or `.jpeg`, any case).
+        init?(fileName: String) {
+            switch URL(fileURLWithPath: fileName).pathExtension.lowercased() {
+            case "png": self = .png
+            case "webp": self = .webp
+            case "jpg", "jpeg": self = .jpeg
+            default: return nil
+            }
+        }
     }
 
     @Argument(help: "The image to read.")
@@ -26,8 +36,8 @@ struct ThumbnailCommand: ParsableCommand {
     @Option(help: "Side of the bounding box in pixels.")
     var size: Int = 200
 
-    @Option(help: "Output format: png, webp or jpeg.")
-    var format: Format = .png
+    @Option(help: "Output format: png, webp or jpeg (default: the one the output's extension names, else png).")
+    var format: Format?
 
     @Option(help: "Quality for webp and jpeg, 1-100.")
     var quality: Int = 80
@@ -35,29 +45,43 @@ struct ThumbnailCommand: ParsableCommand {
     @Option(help: "Most memory, in MiB, that decoding the input may take (estimated from its header).")
     var decodeMemory: Int = Imaging.Limits.default.maxDecodeMemory / 1_048_576
 
+    @Option(help: "Largest input accepted, in bytes.")
+    var maxBytes: Int = Imaging.Limits.default.maxBytes
+
+    @Option(help: "Largest input accepted, in pixels (width x height).")
+    var maxPixels: Int = Imaging.Limits.default.maxPixels
+
+    @Option(help: "Largest input width, and largest height, accepted.")
+    var maxSide: Int = Imaging.Limits.default.maxSide
+
     func validate() throws {
         guard (1...10_000).contains(size) else { throw ValidationError("--size must be 1...10000, got \(size)") }
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100, got \(quality)") }
         guard (1...65_536).contains(decodeMemory) else { throw ValidationError("--decode-memory must be 1...65536 MiB, got \(decodeMemory)") }
+        guard maxBytes > 0, maxPixels > 0, maxSide > 0 else { throw ValidationError("--max-bytes, --max-pixels and --max-side must be at least 1") }
+        if let format, let named = Format(fileName: output), named != format {
+            throw ValidationError("-o \(output) names \(named.rawValue), but --format says \(format.rawValue): the file would not be what its name says; drop --format or rename the output")
+        }
     }
 
     func run() throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: input))
-        } catch {
-            throw ValidationError("cannot read \(input): \(error.localizedDescription)")
-        }
-        let outputFormat: OutputFormat = switch format {
+        let limits = Imaging.Limits(maxPixels: maxPixels, maxSide: maxSide, maxBytes: maxBytes, maxDecodeMemory: decodeMemory * 1_048_576)
+        let data = try Self.read(input, limit: limits.maxBytes)
+        let outputFormat: OutputFormat = switch format ?? Format(fileName: output) ?? .png {
         case .png: .png
         case .webp: .webp(quality: quality)
         case .jpeg: .jpeg(quality: quality)
         }
         let thumbnail: EncodedImage
         do {
-            thumbnail = try Imaging(limits: .init(maxDecodeMemory: decodeMemory * 1_048_576)).thumbnail([UInt8](data), fitting: size, format: outputFormat)
+            thumbnail = try Imaging(limits: limits).thumbnail([UInt8](data), fitting: size, format: outputFormat)
         } catch {
             throw CommandFailure("\(input): \(error)")
+        }
+        let folder = URL(fileURLWithPath: output).deletingLastPathComponent().path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw CommandFailure("cannot write \(output): there is no folder \(folder)")
         }
         do {
             try Data(thumbnail.data).write(to: URL(fileURLWithPath: output), options: .atomic)
@@ -65,6 +89,25 @@ struct ThumbnailCommand: ParsableCommand {
             throw CommandFailure("cannot write \(output): \(error.localizedDescription)")
         }
         print("\(output): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.mimeType), \(thumbnail.data.count) bytes")
+    }
+
+    /// The file at `path`, refused with a reason in words when it is missing, a folder,
+    /// unreadable or over `limit` bytes (checked before anything is read).
+    static func read(_ path: String, limit: Int) throws -> Data {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw CommandFailure("cannot read \(path): there is no such file")
+        }
+        guard !isFolder.boolValue else { throw CommandFailure("cannot read \(path): it is a folder, not an image") }
+        guard access(path, R_OK) == 0 else { throw CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > limit {
+            throw CommandFailure("\(path): \(Imaging.Error.inputTooLarge(bytes: size, limit: limit))")
+        }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandFailure("cannot read \(path): \(error.localizedDescription)")
+        }
     }
 }
 

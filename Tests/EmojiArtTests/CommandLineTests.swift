@@ -298,8 +298,27 @@ import TestSupport
         #expect(bad.status != 0)
         #expect(bad.output.contains("HTML error page"))
 
+        // The format is the one the output's name says (vipsthumbnail's rule); a --format that
+        // contradicts it is refused rather than writing a PNG named .jpg.
+        let named = directory.url.appendingPathComponent("thumb.jpg")
+        let byName = try await run(["thumbnail", art.path, "-o", named.path, "--size", "100"])
+        #expect(byName.status == 0 && byName.output.contains("55x100 image/jpeg"), "\(byName.output)")
+        #expect(try Imaging().probe([UInt8](Data(contentsOf: named))).format == .jpeg)
+        let contradicted = try await run(["thumbnail", art.path, "-o", named.path, "--format", "png"])
+        #expect(contradicted.status == 64 && contradicted.output.contains("names jpeg, but --format says png"), "\(contradicted.output)")
+
+        // What cannot be read says why, in words, with the failure's status (not a usage error).
         let missing = try await run(["thumbnail", directory.url.appendingPathComponent("nope.png").path, "-o", output.path])
-        #expect(missing.status != 0 && missing.output.contains("cannot read"))
+        #expect(missing.status == 1 && missing.output.contains("cannot read") && missing.output.contains("there is no such file"), "\(missing.output)")
+        let folder = try await run(["thumbnail", directory.url.path, "-o", output.path])
+        #expect(folder.status == 1 && folder.output.contains("it is a folder, not an image"), "\(folder.output)")
+        let nowhere = try await run(["thumbnail", art.path, "-o", directory.url.appendingPathComponent("no-such-folder/t.png").path])
+        #expect(nowhere.status == 1 && nowhere.output.contains("there is no folder"), "\(nowhere.output)")
+        // A limit the message names can be raised from the command line.
+        let tooWide = try await run(["thumbnail", art.path, "-o", output.path, "--max-side", "100"])
+        #expect(tooWide.status == 1 && tooWide.output.contains("raise the side limit (emojiart thumbnail --max-side)"), "\(tooWide.output)")
+        let tooBig = try await run(["thumbnail", art.path, "-o", output.path, "--max-bytes", "100"])
+        #expect(tooBig.status == 1 && tooBig.output.contains("over the limit of 100"), "\(tooBig.output)")
 
         // A failure's message shows control characters, never sends them to the terminal.
         let escaping = try await run(["thumbnail", directory.url.appendingPathComponent("\u{1B}]0;owned\u{07}.png").path, "-o", output.path])
