@@ -19,7 +19,7 @@ struct GalleryCommand: AsyncParsableCommand {
             The feed is signed (RFC 9421 HTTP Message Signatures, Ed25519, over its status, ETag, type and \
             Content-Digest; a 304 over its status and ETag) with the gallery's key, published at GET /gallery/key as a JSON Web Key. The key lives in \
             $XDG_DATA_HOME/emojiart/gallery-signing.key (default ~/.local/share/emojiart/), created with mode 0600 on \
-            first start; --signing-key FILE uses another. The file holds the raw 32-byte Ed25519 private key, \
+            first start; --signing-key FILE uses another (made there if it does not exist). The file holds the raw 32-byte Ed25519 private key, \
             base64-encoded, on one line (swift-crypto has no PEM form for Ed25519 keys). To rotate the key, start the \
             gallery with a new file; apps that trusted the old key refuse the feed until `emojiart trust --gallery URL`.
 
@@ -123,14 +123,15 @@ struct GalleryCommand: AsyncParsableCommand {
     }
 }
 
-/// The gallery's signing key: from `file` when given, else from the data directory, where it is
-/// made on first use (and said so).
+/// The gallery's signing key: from `file` when given, else from the data directory; made where
+/// it does not exist yet (and said so), which is how a key is rotated.
 /// - Throws: ``CommandFailure`` with the key file's own message.
 func gallerySigningKey(_ file: String?) throws -> SigningKey {
     do {
-        if let file { return try SigningKeyFile.read(URL(fileURLWithPath: file)) }
-        let (key, created) = try SigningKeyFile.readOrCreate(SigningKeyFile.defaultPath)
-        if created { say("gallery: made a new signing key in \(SigningKeyFile.defaultPath.path)") }
+        // A file that does not exist yet is made, as the default one is: how a key is rotated.
+        let path = file.map { URL(fileURLWithPath: $0) } ?? SigningKeyFile.defaultPath
+        let (key, created) = try SigningKeyFile.readOrCreate(path)
+        if created { say("gallery: made a new signing key in \(path.path)") }
         return key
     } catch {
         throw CommandFailure("\(error)")

@@ -116,6 +116,21 @@ import TestSupport
         }
     }
 
+    /// Rotating the key as documented: `--signing-key` naming a file that does not exist makes a
+    /// new private key there (it stopped with "there is no such file"). The port is in use, so the
+    /// gallery stops once the key is made.
+    @Test func aSigningKeyFileThatDoesNotExistIsMade() async throws {
+        let file = data.url.appendingPathComponent("keys/rotated.key")
+        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { busy in
+            let outcome = try await run(["gallery", "--port", "\(busy)", "--signing-key", file.path])
+            #expect(outcome.output.contains("made a new signing key in \(file.path)"), "\(outcome.output)")
+            #expect(outcome.status == 1 && outcome.output.contains("port \(busy) is already in use"), "\(outcome.output)")
+        }
+        let key = try SigningKeyFile.read(file)
+        #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int == 0o600)
+        #expect(key.fingerprint != testGalleryKey.fingerprint)
+    }
+
     @Test func anUnreadableSigningKeyIsAClearError() async throws {
         let file = data.url.appendingPathComponent("bad.key")
         try Data("-----BEGIN PRIVATE KEY-----\n".utf8).write(to: file)
