@@ -30,7 +30,8 @@ struct SyncCommand: AsyncParsableCommand {
                 guard progress.total > 0 else { return }
                 if tty {
                     FileHandle.standardOutput.write(Data(("\r" + TerminalText.bar(progress)).utf8))
-                } else if lastDecile.advance(to: progress.completed * 10 / progress.total) || progress.isComplete {
+                } else if lastDecile.advance(to: progress.completed * 10 / progress.total) {
+                    // Each tenth once; the whole (the tenth tenth) once, however often it is told.
                     print("verified \(progress.completed)/\(progress.total)")
                 }
             }
