@@ -107,6 +107,8 @@ public enum SigningKeyFile {
         } catch {
             throw .cannotCreate(path: path.path, reason: "\(error.localizedDescription)")
         }
+        // Again, now that it exists: someone else may have made it in between, in a shared parent.
+        try checkDirectory(of: path)
         // O_EXCL: two galleries starting at once never overwrite each other's key.
         let descriptor = open(path.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {

@@ -131,7 +131,10 @@ func gallerySigningKey(_ file: String?) throws -> SigningKey {
         // A file that does not exist yet is made, as the default one is: how a key is rotated.
         let path = file.map { URL(fileURLWithPath: $0) } ?? SigningKeyFile.defaultPath
         let (key, created) = try SigningKeyFile.readOrCreate(path)
-        if created { say("gallery: made a new signing key in \(path.path)") }
+        if created {
+            say("gallery: made a new signing key in \(path.path) (\(key.fingerprint)): apps that trust another key for this "
+                + "gallery refuse its feed until `emojiart trust --gallery URL`; if you meant an existing key, check the path")
+        }
         return key
     } catch {
         throw CommandFailure("\(error)")

@@ -65,7 +65,10 @@ struct ServeCommand: AsyncParsableCommand {
                 say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
             }
             group.addTask { try await runReportingBindErrors(port: configuration.port) { try await app.runService() } }
-            try await group.waitForAll()
+            // Whichever ends first (the app on a busy port, the gallery failing, or either stopping)
+            // ends the other: waiting for all would hold the app's error until the gallery stopped.
+            _ = try await group.next()
+            group.cancelAll()
         }
     }
 }

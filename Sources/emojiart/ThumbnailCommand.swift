@@ -59,12 +59,21 @@ struct ThumbnailCommand: ParsableCommand {
         guard (1...100).contains(quality) else { throw ValidationError("--quality must be 1...100, got \(quality)") }
         guard (1...65_536).contains(decodeMemory) else { throw ValidationError("--decode-memory must be 1...65536 MiB, got \(decodeMemory)") }
         guard maxBytes > 0, maxPixels > 0, maxSide > 0 else { throw ValidationError("--max-bytes, --max-pixels and --max-side must be at least 1") }
+        let suffix = URL(fileURLWithPath: output).pathExtension
+        if !suffix.isEmpty, Format(fileName: output) == nil {
+            throw ValidationError("-o \(output): thumbnails are written as .png, .webp or .jpg files, not .\(suffix)")
+        }
         if let format, let named = Format(fileName: output), named != format {
             throw ValidationError("-o \(output) names \(named.rawValue), but --format says \(format.rawValue): the file would not be what its name says; drop --format or rename the output")
         }
     }
 
     func run() throws {
+        let folder = URL(fileURLWithPath: output).deletingLastPathComponent().path
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
+            throw CommandFailure("cannot write \(output): there is no folder \(folder)")
+        }
         let limits = Imaging.Limits(maxPixels: maxPixels, maxSide: maxSide, maxBytes: maxBytes, maxDecodeMemory: decodeMemory * 1_048_576)
         let data = try Self.read(input, limit: limits.maxBytes)
         let outputFormat: OutputFormat = switch format ?? Format(fileName: output) ?? .png {
@@ -74,14 +83,9 @@ struct ThumbnailCommand: ParsableCommand {
         }
         let thumbnail: EncodedImage
         do {
-            thumbnail = try Imaging(limits: limits).thumbnail([UInt8](data), fitting: size, format: outputFormat)
+            thumbnail = try Imaging(limits: limits).thumbnail(data, fitting: size, format: outputFormat)
         } catch {
             throw CommandFailure("\(input): \(error)")
-        }
-        let folder = URL(fileURLWithPath: output).deletingLastPathComponent().path
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder, isDirectory: &isFolder), isFolder.boolValue else {
-            throw CommandFailure("cannot write \(output): there is no folder \(folder)")
         }
         do {
             try Data(thumbnail.data).write(to: URL(fileURLWithPath: output), options: .atomic)
@@ -91,22 +95,37 @@ struct ThumbnailCommand: ParsableCommand {
         print("\(output): \(thumbnail.width)x\(thumbnail.height) \(thumbnail.mimeType), \(thumbnail.data.count) bytes")
     }
 
-    /// The file at `path`, refused with a reason in words when it is missing, a folder,
-    /// unreadable or over `limit` bytes (checked before anything is read).
-    static func read(_ path: String, limit: Int) throws -> Data {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-            throw CommandFailure("cannot read \(path): there is no such file")
+    /// The file at `path`, refused with a reason in words when it is missing, a folder, not a
+    /// regular file (a pipe would wait for a writer forever, a device never end), unreadable or
+    /// over `limit` bytes. Opened once, checked with `fstat` on that descriptor, and read to at
+    /// most `limit` bytes, so a file that grows meanwhile is refused too.
+    static func read(_ path: String, limit: Int) throws -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot read \(path): \(errno == ENOENT ? "there is no such file" : String(cString: strerror(errno)))")
         }
-        guard !isFolder.boolValue else { throw CommandFailure("cannot read \(path): it is a folder, not an image") }
-        guard access(path, R_OK) == 0 else { throw CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
-        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > limit {
-            throw CommandFailure("\(path): \(Imaging.Error.inputTooLarge(bytes: size, limit: limit))")
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw CommandFailure("cannot read \(path): it is a folder, not an image")
+        default: throw CommandFailure("cannot read \(path): it is not a regular file (a pipe, a socket or a device)")
         }
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw CommandFailure("cannot read \(path): \(error.localizedDescription)")
+        func tooLarge(_ bytes: Int) -> CommandFailure {
+            CommandFailure("\(path): \(Imaging.Error.inputTooLarge(bytes: bytes, limit: limit))")
+        }
+        guard Int(info.st_size) <= limit else { throw tooLarge(Int(info.st_size)) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(info.st_size))
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw CommandFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            guard bytes.count <= limit else { throw tooLarge(bytes.count) }
         }
     }
 }

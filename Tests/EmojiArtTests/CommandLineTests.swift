@@ -252,8 +252,8 @@ import TestSupport
         }
     }
 
-    // A time limit: were a name not refused, `serve` would not stop on the busy port (it waits on
-    // its gallery after the app fails to bind), and the test would hang instead of failing.
+    // A time limit, should a command not stop: were a name not refused, each would stop on the
+    // busy port instead, with another message.
     @Test(.timeLimit(.minutes(3))) func allowedHostIsAnOptionOfTheAppAndTheDefaultCommand() async throws {
         for command in [["app"], ["serve"]] {
             let help = try await run(command + ["--help"])
@@ -327,6 +327,13 @@ import TestSupport
         #expect(missing.status == 1 && missing.output.contains("cannot read") && missing.output.contains("there is no such file"), "\(missing.output)")
         let folder = try await run(["thumbnail", directory.url.path, "-o", output.path])
         #expect(folder.status == 1 && folder.output.contains("it is a folder, not an image"), "\(folder.output)")
+        // A pipe with no writer: opening it to read would wait forever (this test would hang).
+        let pipe = directory.url.appendingPathComponent("pipe.png").path
+        #expect(mkfifo(pipe, 0o600) == 0)
+        let fromPipe = try await run(["thumbnail", pipe, "-o", output.path])
+        #expect(fromPipe.status == 1 && fromPipe.output.contains("not a regular file"), "\(fromPipe.output)")
+        let gif = try await run(["thumbnail", art.path, "-o", directory.url.appendingPathComponent("t.gif").path])
+        #expect(gif.status == 64 && gif.output.contains("written as .png, .webp or .jpg files, not .gif"), "\(gif.output)")
         let nowhere = try await run(["thumbnail", art.path, "-o", directory.url.appendingPathComponent("no-such-folder/t.png").path])
         #expect(nowhere.status == 1 && nowhere.output.contains("there is no folder"), "\(nowhere.output)")
         // A limit the message names can be raised from the command line.

@@ -34,14 +34,20 @@ extension CommandLineTests {
         }
     }
 
-    /// The default command's gallery on a port in use: the command waited forever for a gallery
-    /// that had failed to start. It now ends with the option to change.
-    @Test(.timeLimit(.minutes(3))) func theDefaultCommandsGalleryOnABusyPortSaysSoAndEnds() async throws {
+    /// The default command with its gallery's or its app's port in use: it waited forever (for a
+    /// gallery that had failed to start; for the gallery to stop after the app had failed). It
+    /// now ends with the option to change.
+    @Test(.timeLimit(.minutes(3))) func theDefaultCommandOnABusyPortSaysWhichAndEnds() async throws {
         let cache = TemporaryDirectory()
         try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { busy in
             let outcome = try await run(["--port", "0", "--gallery-port", "\(busy)", "--cache-dir", cache.url.path])
             #expect(outcome.status == 1, "\(outcome.output)")
             #expect(outcome.output.contains("port \(busy) is already in use: pass --gallery-port with another port"), "\(outcome.output)")
+            // And the app's port: its error ended the command only once the gallery had stopped,
+            // that is never.
+            let app = try await run(["--port", "\(busy)", "--gallery-port", "0", "--cache-dir", cache.url.path])
+            #expect(app.status == 1, "\(app.output)")
+            #expect(app.output.contains("port \(busy) is already in use: pass --port with another port"), "\(app.output)")
         }
     }
 
