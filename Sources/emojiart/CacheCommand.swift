@@ -50,11 +50,11 @@ struct CacheCommand: AsyncParsableCommand {
             print("bytes      \(survey.bytes)")
             if survey.linkedEntries > 0 { print("linked     \(survey.linkedEntries) entries with a second name (hard links)") }
             if survey.temporaryFiles > 0 {
-                print("temporary  \(survey.temporaryFiles) files: writes under way, or left by a killed writer (removed when the app next starts)")
+                print("temporary  \(survey.temporaryFiles) files: writes under way, or left by a killed writer (those the app removes when it next starts)")
             }
             if survey.otherFiles > 0 {
                 let others = survey.otherFiles == 1 ? "1 file or folder" : "\(survey.otherFiles) files or folders"
-                print("other      \(others) the cache did not write: left alone, and the directory's mode with them")
+                print("other      \(others) the cache did not write: the cache does not use this directory (give it one of its own)")
             } else if survey.exists, survey.mode & 0o077 != 0 {
                 print("mode       \(String(survey.mode, radix: 8)): others may read the cache (the app makes it 700 when it next starts)")
             }

@@ -10,6 +10,7 @@ import GalleryServer
 import Hummingbird
 import Logging
 import MessageSignatures
+import ServiceLifecycle
 
 /// `emojiart cluster`: the gallery, N app instances with caches of their own, and nginx in front
 /// (the edge, sharded by piece, and the origin shield), on 127.0.0.1, for people to try and for
@@ -86,7 +87,15 @@ struct ClusterCommand: AsyncParsableCommand {
         let gallery = try await Gallery.buildApplication(
             .init(host: "127.0.0.1", port: 0, seed: seed, signingKey: key), logger: Logger(label: "gallery")
         ) { galleryPort.yield($0) }
-        let galleryTask = Task { try await gallery.runService(gracefulShutdownSignals: []) }
+        // Stopped by a graceful shutdown, never by cancelling its task: a Hummingbird server
+        // cancelled with a connection not yet handled can trap in NIO (the instances keep
+        // connections to it open through the shield).
+        let galleryGroup = ServiceGroup(configuration: .init(services: [gallery], gracefulShutdownSignals: [], logger: Logger(label: "gallery")))
+        let galleryTask = Task { try await galleryGroup.run() }
+        func stopGallery() async {
+            await galleryGroup.triggerGracefulShutdown()
+            _ = try? await galleryTask.value
+        }
         var galleryIterator = galleryPorts.makeAsyncIterator()
         guard let galleryPortNumber = await galleryIterator.next() else { throw CommandFailure("the gallery did not start") }
 
@@ -121,22 +130,22 @@ struct ClusterCommand: AsyncParsableCommand {
                 }
                 stop(children)
             } catch {
-                galleryTask.cancel()
+                await stopGallery()
                 throw error
             }
             guard attempt < 3 else {
-                galleryTask.cancel()
+                await stopGallery()
                 throw CommandFailure("the cluster did not come up: see \(prefix)/error.log; is port \(edge.edgePort) free? (--port 0 picks one)")
             }
             FileHandle.standardError.write(Data("cluster: did not come up (a port taken meanwhile?); trying other ports\n".utf8))
         }
         guard let (edge, proxy, children) = fleet else {
-            galleryTask.cancel()
+            await stopGallery()
             return
         }
-        func stopAll() {
+        func stopAll() async {
             stop(children)
-            galleryTask.cancel()
+            await stopGallery()
         }
         if let certificate {
             say("cluster: open \(URL.origin(scheme: "https", host: "127.0.0.1", port: edge.edgePort))/ (HTTP/2; self-signed: Chromium takes it with --ignore-certificate-errors-spki-list=\(certificate.spkiSHA256))")
@@ -161,7 +170,7 @@ struct ClusterCommand: AsyncParsableCommand {
         _ = await iterator.next()
         say("cluster: stopping")
         sources.forEach { $0.cancel() }
-        stopAll()
+        await stopAll()
     }
 }
 

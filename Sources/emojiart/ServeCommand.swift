@@ -5,6 +5,8 @@ import GalleryServer
 import Hummingbird
 import Logging
 import MessageSignatures
+import ServiceLifecycle
+import UnixSignals
 import HTTPCaching
 
 /// `emojiart` with no subcommand: the gallery and the web app together.
@@ -41,12 +43,18 @@ struct ServeCommand: AsyncParsableCommand {
         let gallery = try await Gallery.buildApplication(galleryConfiguration, logger: Logger(label: "gallery")) { port in
             portContinuation.yield(port)
         }
+        // One group for both servers: when either ends (its port in use, a failure, or a stop),
+        // the other is shut down gracefully, and Ctrl-C or SIGTERM stops both. (Cancelling a
+        // Hummingbird server instead can trap in NIO on a connection not yet handled.)
+        let services = ServiceGroup(configuration: .init(
+            services: [Self.ending(BindErrorsReported(service: gallery, port: galleryPort, option: "--gallery-port"))],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "emojiart")
+        ))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            // A gallery that cannot start (its port in use) ends the stream of ports, so this does
-            // not wait for it forever, and its error is the command's.
             group.addTask {
+                // A gallery that cannot start ends the stream of ports, so nothing waits for it.
                 defer { portContinuation.finish() }
-                try await runReportingBindErrors(port: galleryPort, option: "--gallery-port") { try await gallery.runService() }
+                try await services.run()
             }
             var iterator = ports.makeAsyncIterator()
             guard let galleryPort = await iterator.next() else {
@@ -64,11 +72,24 @@ struct ServeCommand: AsyncParsableCommand {
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")
                 say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
             }
-            group.addTask { try await runReportingBindErrors(port: configuration.port) { try await app.runService() } }
-            // Whichever ends first (the app on a busy port, the gallery failing, or either stopping)
-            // ends the other: waiting for all would hold the app's error until the gallery stopped.
-            _ = try await group.next()
-            group.cancelAll()
+            await services.addServiceUnlessShutdown(Self.ending(BindErrorsReported(service: app, port: configuration.port, option: "--port")))
+            try await group.waitForAll()
         }
+    }
+
+    /// `service` as a member of the group whose end, by success or failure, shuts the group down.
+    static func ending(_ service: some Service) -> ServiceGroupConfiguration.ServiceConfiguration {
+        .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+    }
+}
+
+/// A server whose "address in use" says which option to change (``runReportingBindErrors(port:option:_:)``).
+struct BindErrorsReported<Wrapped: Service>: Service {
+    let service: Wrapped
+    let port: Int
+    let option: String
+
+    func run() async throws {
+        try await runReportingBindErrors(port: port, option: option) { try await service.run() }
     }
 }

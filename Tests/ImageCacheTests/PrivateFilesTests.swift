@@ -188,26 +188,31 @@ import Glibc
     }
 
     /// A directory that holds more than the cache (a home directory, `/`, a folder of documents,
-    /// given as `--cache-dir`) keeps its mode: `cache clear --cache-dir /` made `/` 0700 and locked
-    /// every other user out (found by a user's trial). Its entries are the cache's and are made
-    /// private; the other files and folders are not touched.
-    @Test func aDirectoryThatHoldsMoreThanTheCacheKeepsItsMode() throws {
+    /// given as `--cache-dir`) is refused before anything in it changes: `cache clear --cache-dir /`
+    /// made `/` 0700 and locked every other user out (found by a user's trial), and set-up would
+    /// also delete what looks like a leftover (`.tmp-...`) and evict what looks like an entry.
+    @Test func aDirectoryThatHoldsMoreThanTheCacheIsRefusedAndLeftAsItIs() throws {
         let old = try storage()
         try old.write(image, forKey: "a")
         #expect(chmod(entryPath(old, "a"), 0o644) == 0)
         let notes = directory.url.appendingPathComponent("notes.txt").path
         try Data("mine".utf8).write(to: URL(fileURLWithPath: notes))
-        #expect(chmod(notes, 0o644) == 0)
+        let theirs = directory.url.appendingPathComponent(".tmp-build").path
+        try Data("another tool's".utf8).write(to: URL(fileURLWithPath: theirs))
         try FileManager.default.createDirectory(at: directory.url.appendingPathComponent("photos"), withIntermediateDirectories: false)
         #expect(chmod(directory.url.path, 0o755) == 0)
 
-        let report = try DiskStorage(directory: directory.url, synchronizesWrites: false).setUp()
-        #expect(report.otherFiles == 2)
-        #expect(mode(directory.url.path) == 0o755, "the directory is not the cache's alone")
-        #expect(report.tightenedModes == 1, "the entry alone")
-        #expect(mode(entryPath(old, "a")) == 0o600)
-        #expect(mode(notes) == 0o644)
-        #expect(report.entries == 1)
+        let shared = DiskStorage(directory: directory.url, sizeLimit: 1, synchronizesWrites: false)
+        #expect {
+            try shared.setUp()
+        } throws: { error in
+            guard case let ImagePipeline.Error.diskFailure(_, reason) = error else { return false }
+            return reason.contains("also holds 3 files or folders the cache did not write") && reason.contains("nothing in it was changed")
+        }
+        #expect(mode(directory.url.path) == 0o755)
+        #expect(mode(entryPath(old, "a")) == 0o644)
+        #expect(FileManager.default.fileExists(atPath: entryPath(old, "a")), "not evicted, though over the size limit")
+        #expect(FileManager.default.fileExists(atPath: notes) && FileManager.default.fileExists(atPath: theirs))
     }
 
     /// `survey()` (what `emojiart cache stats` shows) changes nothing: a missing directory is not
@@ -222,7 +227,7 @@ import Glibc
         let old = try storage()
         try old.write(image, forKey: "a")
         #expect(chmod(entryPath(old, "a"), 0o644) == 0)
-        let leftover = directory.url.appendingPathComponent(".tmp-999999999-x").path
+        let leftover = directory.url.appendingPathComponent(".tmp-999999999-ab").path
         try Data([1]).write(to: URL(fileURLWithPath: leftover))
         try Data("mine".utf8).write(to: directory.url.appendingPathComponent("notes.txt"))
         #expect(chmod(directory.url.path, 0o755) == 0)

@@ -23,11 +23,6 @@ extension DiskStorage {
         public var evicted: Int
         /// Entries (and the directory) that others could read, made private (`0600`, `0700`).
         public var tightenedModes: Int = 0
-        /// Files and folders in the directory that are not the cache's own (neither an entry nor
-        /// a temporary file): left alone, and while there are any the directory's mode is left as
-        /// it is, since the directory is not the cache's alone (`--cache-dir ~` must not lock
-        /// others out of a home directory).
-        public var otherFiles: Int = 0
     }
 
     /// What the directory holds, read without changing anything (``survey()``).
@@ -70,7 +65,7 @@ extension DiskStorage {
         let entries = listing.files.filter { Self.isEntryName($0.name) }
         return Survey(
             exists: true, entries: entries.count, bytes: entries.reduce(0) { $0 + $1.size },
-            linkedEntries: entries.count(where: { $0.links > 1 }), temporaryFiles: listing.files.count(where: { $0.name.hasPrefix(".tmp-") }), otherFiles: listing.others,
+            linkedEntries: entries.count(where: { $0.links > 1 }), temporaryFiles: listing.files.count(where: { Self.isTemporaryName($0.name) }), otherFiles: listing.others,
             mode: Int(info.st_mode & 0o7777)
         )
     }
@@ -79,14 +74,17 @@ extension DiskStorage {
     /// are no longer running (or not written for an hour: a process id is reused), makes the
     /// directory and entries written before private (a group or others bit is cleared: `0700`,
     /// `0600`; not an entry with a second name, a hard link, whose other name may be a file
-    /// elsewhere; not the directory while it holds files that are not the cache's, see
-    /// ``SetUpReport/otherFiles``), and indexes the entries by modification time (oldest least
-    /// recent).
+    /// elsewhere), and indexes the entries by modification time (oldest least recent).
+    ///
+    /// The directory must be the cache's own: one that holds anything the cache does not write
+    /// (a home directory, `/`, a folder of documents given as the cache's) is refused before
+    /// anything in it is changed, since set-up would make it private, delete what looks like a
+    /// leftover and evict what looks like an entry, and clearing would delete those.
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
     /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)`` when the directory cannot be
-    ///   created or listed.
+    ///   created or listed, or holds files or folders the cache did not write.
     @discardableResult
     public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
         let names: [ListedFile]
@@ -101,26 +99,25 @@ extension DiskStorage {
         } catch {
             throw .diskFailure(path: directory.path, reason: "cannot create or list the cache directory: \(error)")
         }
-        // The directory is the user's choice (it may be a link to one): followed, and a mode that
-        // cannot be changed (another owner's directory) is logged, not fatal. A directory that
-        // holds more than the cache (`/`, a home directory, a folder of documents) keeps its mode.
-        if others > 0 {
-            logger.notice(
-                "the cache directory holds \(Self.others(others)) that the cache did not write: its mode is left as it is; give the cache a directory of its own to keep it private",
-                metadata: ["directory": "\(directory.path)"]
+        guard others == 0 else {
+            throw .diskFailure(
+                path: directory.path,
+                reason: "the cache directory also holds \(Self.others(others)) the cache did not write, so it is not used and nothing in it "
+                    + "was changed; give the cache a directory of its own (an empty or new one)"
             )
-        } else {
-            do {
-                if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
-            } catch {
-                logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
-            }
+        }
+        // The directory is the user's choice (it may be a link to one): followed, and a mode that
+        // cannot be changed (another owner's directory) is logged, not fatal.
+        do {
+            if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
+        } catch {
+            logger.warning("cannot make the cache directory private (mode 0700): \(error)", metadata: ["directory": "\(directory.path)"])
         }
         var removedTemporary = 0
         var linkedEntries = 0
         var entries: [(name: String, size: Int, modified: Int64)] = []
         for file in names {
-            if file.name.hasPrefix(".tmp-") {
+            if Self.isTemporaryName(file.name) {
                 if Self.isLeftover(file.name, modified: file.modified), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
                 if file.links > 1 { linkedEntries += 1 }
@@ -146,7 +143,7 @@ extension DiskStorage {
         let (count, bytes) = usage
         return SetUpReport(
             entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, linkedEntries: linkedEntries, evicted: evicted.count,
-            tightenedModes: tightened, otherFiles: others
+            tightenedModes: tightened
         )
     }
 
@@ -190,7 +187,7 @@ extension DiskStorage {
                 String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
             }
             guard name != ".", name != ".." else { continue }
-            if !Self.isEntryName(name), !name.hasPrefix(".tmp-") { others += 1 }
+            if !Self.isEntryName(name), !Self.isTemporaryName(name) { others += 1 }
             var info = stat()
             guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
             // Anyone who can write the directory sets these: a modification time of any second
@@ -215,6 +212,14 @@ extension DiskStorage {
         if writerIsGone(name) { return true }
         let age = Int64(now.timeIntervalSince1970 * 1e9).subtractingReportingOverflow(modified)
         return age.overflow || age.partialValue > temporaryFileLifetime
+    }
+
+    /// Whether `name` is one of the cache's temporary files: `.tmp-PID-RANDOM`, a process id and
+    /// hex digits. Another tool's `.tmp-something` is not the cache's.
+    static func isTemporaryName(_ name: String) -> Bool {
+        let parts = name.split(separator: "-", omittingEmptySubsequences: false)
+        return parts.count == 3 && parts[0] == ".tmp" && pid_t(parts[1]) != nil && !parts[2].isEmpty
+            && parts[2].utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
     /// A temporary file is `.tmp-PID-RANDOM`; it is a leftover when process PID is gone.
