@@ -86,9 +86,12 @@ extension Imaging {
 extension Imaging {
     /// The size of the thumbnail of a `width` x `height` image that fits inside `boxWidth` x
     /// `boxHeight`: scaled by the smaller of the two ratios, each side rounded to the nearest
-    /// pixel (at least 1), as libvips' thumbnail does; an image that fits keeps its size (a
-    /// thumbnail is never larger than its image). A page states an image's size with it before
-    /// the image arrives, so nothing moves when it does.
+    /// pixel (at least 1); an image that fits keeps its size (a thumbnail is never larger than
+    /// its image). A page states an image's size with it before the image arrives, so nothing
+    /// moves when it does. Exact for PNG and GIF with alpha, which ``thumbnail(_:width:height:format:)``
+    /// resizes to this very size; other inputs go through libvips' own thumbnailer, whose
+    /// shrink-on-load (JPEG, WebP) and EXIF rotation may give a side one pixel longer or shorter,
+    /// or the two sides swapped.
     public static func fittedSize(width: Int, height: Int, boxWidth: Int, boxHeight: Int) -> (width: Int, height: Int) {
         guard width > 0, height > 0 else { return (max(0, width), max(0, height)) }
         let scale = min(1, Double(boxWidth) / Double(width), Double(boxHeight) / Double(height))

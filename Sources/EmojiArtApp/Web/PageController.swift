@@ -134,9 +134,9 @@ struct PageController<Context: RequestContext>: Sendable {
         ]
     }
 
-    /// The size of the gallery's art (360 x 650) in an image route's box at 1x, as the route
-    /// makes it (in the default 200 px box 111 x 200, in the 600 px box 332 x 600): stated on the
-    /// page so nothing shifts as images arrive.
+    /// The size of the gallery's art (360 x 650 PNGs with alpha, which the thumbnailer resizes
+    /// to exactly this) in an image route's box at 1x (in the default 200 px box 111 x 200, in
+    /// the 600 px box 332 x 600): stated on the page so nothing shifts as images arrive.
     func artSize(in route: ImageRoute) -> (width: Int, height: Int) {
         let box = services.boxes[route] ?? 0
         return Imaging.fittedSize(width: 360, height: 650, boxWidth: box, boxHeight: box)
