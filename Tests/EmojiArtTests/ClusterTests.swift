@@ -53,9 +53,12 @@ final class RunningCluster: Sendable {
         func value(after marker: String, in line: String) -> String? {
             line.range(of: marker).map { String(line[$0.upperBound...].prefix { !$0.isWhitespace && $0 != "," }) }
         }
+        // The last line names the shield and the gallery (other lines may say "gallery" too: a new
+        // signing key's notice does).
+        let summary = lines.last { $0.hasPrefix("cluster: nginx pid") } ?? ""
         guard let edge = lines.compactMap({ value(after: "cluster: open ", in: $0) }).first,
-              let gallery = lines.compactMap({ value(after: "gallery ", in: $0) }).first,
-              let shield = lines.compactMap({ value(after: "shield ", in: $0) }).first
+              let gallery = value(after: "gallery ", in: summary),
+              let shield = value(after: "shield ", in: summary)
         else {
             process.terminate()
             process.waitUntilExit()
