@@ -341,6 +341,11 @@ import TestSupport
         #expect(tooWide.status == 1 && tooWide.output.contains("raise the side limit (emojiart thumbnail --max-side)"), "\(tooWide.output)")
         let tooBig = try await run(["thumbnail", art.path, "-o", output.path, "--max-bytes", "100"])
         #expect(tooBig.status == 1 && tooBig.output.contains("over the limit of 100"), "\(tooBig.output)")
+        // A 1 TiB file (sparse: it takes no disk) is refused by its size, not read into memory.
+        let huge = directory.url.appendingPathComponent("huge.png").path
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil) && truncate(huge, 1 << 40) == 0)
+        let fromHuge = try await run(["thumbnail", huge, "-o", output.path])
+        #expect(fromHuge.status == 1 && fromHuge.output.contains("the image is 1099511627776 bytes, over the limit"), "\(fromHuge.output)")
 
         // A failure's message shows control characters, never sends them to the terminal.
         let escaping = try await run(["thumbnail", directory.url.appendingPathComponent("\u{1B}]0;owned\u{07}.png").path, "-o", output.path])
