@@ -8,7 +8,7 @@ BUILD := $(if $(filter system,$(VIPS)),.build-vips-system,.build)
 SWIFT_FLAGS := $(if $(filter system,$(VIPS)),--scratch-path $(BUILD))
 LIBVIPS_VERSION := $(shell sed -n 's/^LIBVIPS_VERSION=//p' scripts/libvips.pin)
 
-.PHONY: all run test test-swift test-browser bench fuzz docs trace build release bootstrap install clean
+.PHONY: all run test test-swift test-browser bench bench-peers fuzz docs trace build release bootstrap install clean
 
 all: build
 
@@ -33,11 +33,13 @@ install: release
 	install -d "$(DESTDIR)$(PREFIX)/bin"
 	install -m 0755 $(BUILD)/release/emojiart "$(DESTDIR)$(PREFIX)/bin/emojiart"
 
-## make test: every test: Swift Testing suites, then the real-browser test of the web UI.
+## make test: every test: Swift Testing suites, the real-browser test of the web UI, then the bench
+## anchors' own checks (Tests/Anchors, in the browser test's Python environment).
 test: bootstrap
 	$(SWIFT) build $(SWIFT_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_FLAGS) --skip-build
 	EMOJIART_BINARY=$(BUILD)/debug/emojiart scripts/browser-test
+	.build-venv/bin/pytest -q -p no:cacheprovider Tests/Anchors
 
 ## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
 ## fails on any DocC warning and on any public symbol without a doc comment.
@@ -48,18 +50,12 @@ docs: bootstrap
 	BUILD=$(BUILD) scripts/doc-coverage ImageCache Imaging
 	@echo "open: python3 -m http.server -d .build-docs/ImageCache.doccarchive 8000, then http://127.0.0.1:8000/documentation/imagecache/"
 
+PIP := --quiet --disable-pip-version-check --no-cache-dir
+# $(PEER_ENGINE) VENV COLUMN: that venv's pyvips runs the libvips COLUMN names (prints the report).
+PEER_ENGINE = sh -c 'test -x "$$0/bin/python" && "$$0/bin/python" Benchmarks/anchors/imaging.py engine --column "$$1"'
+
 ## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary) side by side.
-bench:
-	@scripts/bootstrap bench
-	@test -x .build-bench/venv/bin/python && .build-bench/venv/bin/python -c "import PIL, pyvips" 2>/dev/null || \
-	  { python3 -m venv .build-bench/venv && .build-bench/venv/bin/pip install --quiet --disable-pip-version-check "pillow>=10" "pyvips>=2.2"; }
-	@# pyvips[binary]: pyvips on the same pyvips-binary build as ours (what `pip install "pyvips[binary]"`
-	@# gives a Python user); PKG_CONFIG_LIBDIR points nowhere so pip cannot build it against libvips-dev.
-	@test -x .build-bench/vips-binary-venv/bin/python && .build-bench/vips-binary-venv/bin/python -c \
-	  "import pyvips, sys; sys.exit('%d.%d.%d' % tuple(pyvips.version(i) for i in range(3)) != '$(LIBVIPS_VERSION)')" 2>/dev/null || \
-	  { rm -rf .build-bench/vips-binary-venv && python3 -m venv .build-bench/vips-binary-venv && \
-	    PKG_CONFIG_LIBDIR=/nonexistent .build-bench/vips-binary-venv/bin/pip install --quiet --disable-pip-version-check \
-	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
+bench: bench-peers
 	@test -x .build-bench/thumbor-venv/bin/thumbor || \
 	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
 	@test -x .build-venv/bin/python && .build-venv/bin/python -c "import selenium" 2>/dev/null || \
@@ -67,6 +63,27 @@ bench:
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart-bench
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart
 	$(BUILD)/release/emojiart-bench $(ARGS)
+
+## make bench-peers: the Python peers of the imaging bench, installed and checked (part of make bench).
+bench-peers:
+	@scripts/bootstrap bench
+	@# The imaging peers, each checked at run time on the libvips its column names (imaging.py engine
+	@# --column: pyvips' version and the library file mapped into the process), before and after installing.
+	@# pip runs with --no-cache-dir: both pyvips' own wheel (built here in API mode against libvips-dev)
+	@# and pyvips-binary's ship a top-level _libvips, and a cached API-mode wheel installed in the
+	@# pyvips[binary] venv made that column run Debian's libvips without a word.
+	@# Column "debian": Pillow, and pyvips built against Debian's libvips.
+	@.build-bench/venv/bin/python -c "import PIL" 2>/dev/null && $(PEER_ENGINE) .build-bench/venv debian >/dev/null 2>&1 || \
+	  { rm -rf .build-bench/venv && python3 -m venv .build-bench/venv && .build-bench/venv/bin/pip install $(PIP) "pillow>=10" "pyvips>=2.2"; }
+	@$(PEER_ENGINE) .build-bench/venv debian
+	@# Column "binary", pyvips[binary]: pyvips on the same pyvips-binary build as ours (what `pip install
+	@# "pyvips[binary]"` gives a Python user); PKG_CONFIG_LIBDIR points nowhere so pip cannot build it
+	@# against libvips-dev.
+	@$(PEER_ENGINE) .build-bench/vips-binary-venv binary >/dev/null 2>&1 || \
+	  { rm -rf .build-bench/vips-binary-venv && python3 -m venv .build-bench/vips-binary-venv && \
+	    PKG_CONFIG_LIBDIR=/nonexistent .build-bench/vips-binary-venv/bin/pip install $(PIP) \
+	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
+	@$(PEER_ENGINE) .build-bench/vips-binary-venv binary
 
 ## make trace: what one cold thumbnail request and one memory hit of the app run (files, functions,
 ## Mutex-guarded states, memory lookups, plans), counted in a build with code coverage (.build-trace/).

@@ -12,6 +12,18 @@ enum ImagingBench {
         let results: [String: [String: Double]]
         let versions: [String: String]
         let bytes: [String: [String: Int]]
+        /// What pyvips ran on in that process, read at run time (nil without pyvips).
+        let engine: Engine?
+    }
+
+    /// pyvips' libvips as the peer's own process saw it: version and the library file it mapped.
+    struct Engine: Decodable {
+        let api_mode: Bool
+        let version: String
+        let library: String?
+
+        /// "8.18.7 (/path/libvips.so.42)", for the table's heading.
+        var described: String { "\(version) (\(library ?? "no library file"))" }
     }
 
     static func run(seconds: Double) async throws {
@@ -20,18 +32,22 @@ enum ImagingBench {
         try Data(try ArtRenderer().render(emoji: "🎨", palette: .redToYellow)).write(to: URL(fileURLWithPath: art))
         let anchorScript = Bench.root + "/Benchmarks/anchors/imaging.py"
         try Bench.run(Bench.python, [anchorScript, "prepare", art, inputs])
-        func measure(_ python: String, _ peers: String) throws -> PeerReport {
-            let json = try Bench.run(python, [anchorScript, "measure", inputs, "\(seconds)", peers], environment: ["VIPS_CONCURRENCY": "1"])
+        // --column: the peer checks, in its own process, that pyvips runs the libvips the column
+        // names, and exits with its reason (on stderr) before measuring anything when it does not.
+        func measure(_ python: String, _ peers: String, column: String) throws -> PeerReport {
+            let json = try Bench.run(
+                python, [anchorScript, "measure", inputs, "\(seconds)", peers, "--column", column],
+                environment: ["VIPS_CONCURRENCY": "1"])
             return try JSONDecoder().decode(PeerReport.self, from: Data(json.utf8))
         }
-        let debian = try measure(Bench.python, "pillow,pyvips")
-        let binary = try measure(Bench.work + "/vips-binary-venv/bin/python", "pyvips")
+        let debian = try measure(Bench.python, "pillow,pyvips", column: "debian")
+        let binary = try measure(Bench.work + "/vips-binary-venv/bin/python", "pyvips", column: "binary")
 
         print("## Thumbnail to 200x200 PNG (ms/op, single-threaded; lower is better)\n")
         print("""
-            ours: libvips \(Imaging.libvipsVersion), SIMD \(Imaging.isVectorised ? "on" : "off"); \
-            Pillow \(debian.versions["pillow"] ?? "?"); pyvips[binary] on libvips \(binary.versions["pyvips"] ?? "?"); \
-            pyvips on Debian's libvips \(debian.versions["pyvips"] ?? "?").
+            ours: libvips \(Imaging.libvipsVersion) (\(mappedLibvips() ?? "no library file")), SIMD \(Imaging.isVectorised ? "on" : "off"); \
+            Pillow \(debian.versions["pillow"] ?? "?"); pyvips[binary] on libvips \(binary.engine?.described ?? "?"); \
+            pyvips on Debian's libvips \(debian.engine?.described ?? "?").
 
             """)
         let files = try FileManager.default.contentsOfDirectory(atPath: inputs)
@@ -70,6 +86,17 @@ enum ImagingBench {
             ["1", Bench.format(one, 1), "1.00x"],
             ["2", Bench.format(two, 1), Bench.format(two / one) + "x"],
         ])
+    }
+
+    /// The libvips shared library mapped into this process, as the peers report theirs.
+    static func mappedLibvips() -> String? {
+        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        for line in maps.split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let path = String(line[slash...])
+            if path.split(separator: "/").last?.hasPrefix("libvips") == true { return path }
+        }
+        return nil
     }
 
     /// Images per second with `threads` workers thumbnailing round-robin.
