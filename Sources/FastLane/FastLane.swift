@@ -85,7 +85,8 @@ public struct FastLane: Sendable {
         }
     }
 
-    /// The function that answers from memory.
+    /// The function that answers from memory: the responder, for a target in its one spelling
+    /// (``hasOneSpelling(_:)``); `nil` for any other.
     public let respond: Responder
     /// The `Server` field of every answer, as the application's `serverName`.
     public let serverName: String?
@@ -96,10 +97,12 @@ public struct FastLane: Sendable {
     /// - Parameters:
     ///   - serverName: the `Server` field, the same as the application's.
     ///   - now: the clock the `Date` field is read from (the system clock by default).
-    ///   - respond: answers a request from memory or returns `nil`.
+    ///   - respond: answers a request from memory or returns `nil`. It is asked only about a
+    ///     target in its route's one spelling (``hasOneSpelling(_:)``); any other is passed on, to
+    ///     the router's 404.
     public init(serverName: String?, now: @escaping @Sendable () -> Date = { Date() }, respond: @escaping Responder) {
         self.serverName = serverName
-        self.respond = respond
+        self.respond = { request in Self.hasOneSpelling(request.target) ? respond(&request) : nil }
         date = DateField(now: now)
     }
 

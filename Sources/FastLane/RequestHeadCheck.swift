@@ -123,3 +123,38 @@ final class RequestHeadCheck: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 }
+
+extension FastLane {
+    /// Whether `target`'s path is the one spelling of a route that these servers answer: no empty
+    /// segment (`//stats`), no trailing slash (`/stats/`; `/` alone is the root), no dot segment
+    /// (`/metrics/.`, `/a/../stats`) and no percent-encoding (no route's path needs any, and
+    /// `/st%61ts` would be `/stats` to a normaliser). Hummingbird's router skips empty segments, so
+    /// without this `/stats/` and `//stats` were `/stats`, and a proxy matching the one spelling
+    /// let the others past its rules (issue 40). The lane asks its responder only about a target
+    /// that has it (``FastLane/init(serverName:now:respond:)``), and each server's router answers
+    /// any other path 404, as a path no route has. The query (after `?`) is not looked at. A
+    /// target that is not a path (`*`) is the router's to answer.
+    public static func hasOneSpelling(_ target: String) -> Bool {
+        let bytes = target.utf8
+        guard bytes.first == UInt8(ascii: "/") else { return true }
+        // The bytes of the current segment (after its `/`), and whether they are all dots.
+        var length = 0
+        var dots = true
+        var slashes = 0
+        for byte in bytes.dropFirst() {
+            if byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte == UInt8(ascii: "%") { return false }
+            if byte == UInt8(ascii: "/") {
+                // An empty segment, `.` or `..` before this slash.
+                if length == 0 || (dots && length <= 2) { return false }
+                (length, dots, slashes) = (0, true, slashes + 1)
+            } else {
+                length += 1
+                dots = dots && byte == UInt8(ascii: ".")
+            }
+        }
+        // The last segment: empty only for the root itself; never `.` or `..`.
+        if length == 0 { return slashes == 0 }
+        return !(dots && length <= 2)
+    }
+}

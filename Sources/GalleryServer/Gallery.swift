@@ -62,6 +62,7 @@ public enum Gallery {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(NoSniffMiddleware())
         router.middlewares.add(RequestMetricsMiddleware(metrics: metrics))
+        router.middlewares.add(OneSpellingMiddleware())  // `/gallery/images/`, `//health`: 404
         let gallery = try GalleryController<BasicRequestContext>(
             publication: publication, metrics: metrics, faults: FaultInjector(configuration.faults),
             gate: configuration.imageGate, clock: configuration.clock, cacheControl: configuration.cacheControl,

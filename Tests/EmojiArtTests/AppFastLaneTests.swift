@@ -97,6 +97,19 @@ import GalleryFeed
                 ("/thumbs/2x/5", "GET", ["Accept: image/webp"], false),
                 ("/thumbs/2x/5", "GET", ["Accept: image/webp"], true),
                 ("/thumbs/3x/5", "GET", [], false),  // no such density: the router's 404
+                // One spelling per route (issue 40): any other is a path no route has, 404.
+                ("//thumbs/5", "GET", [], false),
+                ("/thumbs//5", "GET", [], false),
+                ("/thumbs/./5", "GET", [], false),
+                ("/thumbs/2x/../5", "GET", [], false),
+                ("/stats/", "GET", [], false),
+                ("//stats", "GET", [], false),
+                ("/metrics/.", "GET", [], false),
+                ("/a/../health", "HEAD", [], false),
+                ("/st%61ts", "GET", [], false),
+                ("/pieces/5/", "GET", [], false),
+                ("/retry/", "POST", [], false),
+                ("//", "GET", [], false),
             ]
             if mode == .immutable {
                 cases += [("/thumbs/5?v=\(version)", "GET", [], true), ("/thumbs/5?v=0000000000000000", "GET", [], false)]
@@ -113,6 +126,8 @@ import GalleryFeed
             for await _ in twins.database.onSchedulingChange where made.allSatisfy({ disk.contains(key: $0.cacheKey) }) { break }
             withExtendedLifetime(prefetcher) {}  // its deinit would cancel the prefetches
             #expect(made.count == 2 && made.allSatisfy { twins.database.pipeline.memory.peek($0.cacheKey) == nil })
+            let unknown = try await ask(twins.plainPort, "/no-such-route")
+            #expect(unknown.status == 404)
             var etag = ""
             for (path, method, template, byLane) in cases {
                 let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }
@@ -130,6 +145,12 @@ import GalleryFeed
                 #expect(viaLane["x-content-type-options"] == "nosniff", "every answer, the lane's too: \(method) \(path) \(fields)")
                 if fields.first?.hasPrefix("Host: evil") == true { #expect(viaRouter.status == 421) }
                 if path.contains("x=1") || path.contains("&v=") { #expect(viaRouter.status == 400, "\(path)") }
+                if !FastLane.hasOneSpelling(path) {
+                    #expect(viaRouter.status == 404 && viaRouter["location"] == nil, "\(method) \(path)")
+                    // The page of a path no route has (its toolbar's counters aside).
+                    #expect(viaRouter["content-type"] == unknown["content-type"], "\(method) \(path)")
+                    if method == "GET" { #expect(String(decoding: viaRouter.body, as: UTF8.self).contains("<h2>Not found</h2>"), "\(path)") }
+                }
                 if byLane { #expect(laneHits == 1 && plainHits == 1, "a lane answer counts its memory hit: \(method) \(path)") }
                 if viaRouter.status == 200 || viaRouter.status == 304, path.hasPrefix("/thumbs/") || path.hasPrefix("/large/") {
                     #expect(viaRouter["vary"] == "Accept", "\(method) \(path) \(fields)")

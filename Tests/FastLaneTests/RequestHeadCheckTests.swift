@@ -1,7 +1,9 @@
 @testable import FastLane
+import HTTPTypes
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import Synchronization
 import Testing
 
 /// RFC 9112 3.2's `Host` rules, head by head, and what the check hands on in a channel.
@@ -104,5 +106,35 @@ import Testing
         try channel.writeInbound(HTTPServerRequestPart.end(nil))
         try channel.writeInbound(HTTPServerRequestPart.head(Self.head("/", ["a"])))
         #expect(try channel.readInbound(as: HTTPServerRequestPart.self) == nil, "nothing after a refused head")
+    }
+
+    /// One spelling per route (issue 40): a target with an empty segment, a trailing slash, a dot
+    /// segment or a percent-encoded byte in its path has not; its query is not looked at.
+    @Test(arguments: [
+        ("/", true), ("/stats", true), ("/thumbs/2x/5?v=0123", true), ("/gallery/image?5", true),
+        ("/a/.../b", true), ("/a.b/.c", true), ("/assets/app.css", true), ("/?a//b/../c/%2e", true), ("*", true),
+        ("/stats/", false), ("//stats", false), ("/stats//", false), ("//", false), ("/thumbs//5", false),
+        ("/metrics/.", false), ("/metrics/..", false), ("/./stats", false), ("/a/../stats", false), ("/.", false),
+        ("/..", false), ("/stats/?x", false), ("/stats/.?x", false), ("/stats/#f", false), ("/st%61ts", false),
+        ("/thumbs/%2e%2e/5", false), ("/events/", false),
+    ])
+    func aTargetHasItsRoutesOneSpelling(target: String, expected: Bool) {
+        #expect(FastLane.hasOneSpelling(target) == expected, "\(target)")
+    }
+
+    /// The lane asks its responder only about a target in its one spelling: any other goes on
+    /// to the router (and its 404) whatever the responder would say.
+    @Test func theLaneAsksOnlyAboutOneSpelling() {
+        final class Asked: Sendable { let targets = Mutex<[String]>([]) }
+        let asked = Asked()
+        let lane = FastLane(serverName: "Test") { request in
+            asked.targets.withLock { $0.append(request.target) }
+            return FastLane.Answer(status: .ok, headerFields: [:])
+        }
+        for target in ["/stats", "/stats/", "//stats", "/metrics/.", "/a/../stats"] {
+            var request = FastLane.Request(HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: ["Host": "a"]))
+            #expect((lane.respond(&request) != nil) == (target == "/stats"), "\(target)")
+        }
+        #expect(asked.targets.withLock { $0 } == ["/stats"])
     }
 }

@@ -72,7 +72,15 @@ import TestSupport
                 ("/gallery/image?x", "GET", [], false),  // 400
                 ("/gallery/image", "GET", [], false),  // 400
                 ("/gallery/image?+5", "GET", [], false),
+                // One spelling per route (issue 40): any other is a path no route has, 404.
+                ("/gallery/image/?5", "GET", [], false),
+                ("//gallery/image?5", "GET", [], false),
+                ("/gallery//image?5", "GET", [], false),
+                ("/gallery/./image?5", "GET", [], false),
+                ("/gallery/x/../image?5", "HEAD", [], false),
+                ("/gallery/imag%65?5", "GET", [], false),
             ]
+            let unknown = try await ask(plainPort, "/gallery/no-such-route")
             for (path, method, fields, byLane) in cases {
                 let answered = lane.answered
                 let before = counters(metrics)
@@ -87,6 +95,9 @@ import TestSupport
                 #expect(viaLane["x-content-type-options"] == "nosniff" && viaRouter["x-content-type-options"] == "nosniff", "\(method) \(path)")
                 #expect(laneCounts == routerCounts, "\(method) \(path) \(fields)")
                 #expect(!laneCounts.isEmpty, "every image request is counted: \(path)")
+                if !FastLane.hasOneSpelling(path) {
+                    #expect(viaRouter.status == 404 && viaRouter.body == (method == "GET" ? unknown.body : []), "\(method) \(path)")
+                }
             }
         }
     }

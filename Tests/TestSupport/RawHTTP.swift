@@ -46,9 +46,14 @@ public final class RawHTTPConnection: @unchecked Sendable {
         self.writer = outbound
     }
 
-    /// Connects to `127.0.0.1:port`, runs `body` with the connection, then closes it.
-    public static func with<T: Sendable>(port: Int, _ body: (RawHTTPConnection) async throws -> T) async throws -> T {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    /// Connects to `127.0.0.1:port` (from the address `source`, another of the loopback's, when
+    /// given), runs `body` with the connection, then closes it.
+    public static func with<T: Sendable>(
+        port: Int, from source: String? = nil, _ body: (RawHTTPConnection) async throws -> T
+    ) async throws -> T {
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let channel = try await bootstrap
             .channelOption(.allowRemoteHalfClosure, value: true)
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {

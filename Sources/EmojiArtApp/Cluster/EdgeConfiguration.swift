@@ -1,3 +1,5 @@
+import Foundation
+
 /// The nginx configuration that puts several app instances behind one address: the edge, with
 /// an image cache sharded by piece, and the origin shield in front of the gallery. One template:
 /// `emojiart cluster` writes it for its processes, `deploy/nginx/emojiart.conf` is it for three
@@ -19,6 +21,12 @@
 ///   `proxy_cache_lock`, which the instances use as their gallery: the whole cluster asks the
 ///   gallery once per piece. The signed feed is passed through uncached, its conditionals and
 ///   signed 304s end to end.
+/// - An allow-list: the edge and the shield pass on the routes behind them
+///   (``edgeRoutes``, ``shieldRoutes``), each in its one spelling (``misspeltRequest``), and
+///   answer 404 to anything else themselves.
+/// - Slow and greedy clients are cut off: a request head must arrive within 10 s, one address
+///   may have ``requestsPerClient`` requests in progress, ``streamsPerClient`` event streams,
+///   an action every 2 s; no route takes a body over 1 KB; ``workerConnections`` a worker.
 /// - Keep-alive connections to every upstream.
 public struct EdgeConfiguration: Sendable, Hashable {
     /// Ports of the app instances on `host`.
@@ -41,7 +49,16 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// parameters (`v=`, 16 hex digits), as a PCRE pattern on
     /// `$request_uri`. A request that matches is kept under that very URI; one that does not is
     /// passed on uncached. Add a route's new parameters here, nowhere else.
-    public static let cacheableImageRequest = #"^/(?:thumbs|large)/(?:2x/)?(?:0|[1-9][0-9]{0,8})\?v=[0-9a-f]{16}$"#
+    public static let cacheableImageRequest = #"^/(?:thumbs|large)/(?:2x/)?"# + pieceNumber + #"\?v=[0-9a-f]{16}$"#
+
+    /// The one definition of a request the edge and the shield answer 404 whatever its path: one
+    /// whose path (`$request_uri` up to `?`) has an empty segment, a trailing slash, a dot segment
+    /// or a percent-encoded byte, as `FastLane.hasOneSpelling` says for the app and the gallery.
+    /// nginx matches its locations on the path normalised (`//stats` as `/stats`, `/a/../retry` as
+    /// `/retry`) and passes on the original: without this, another spelling of a route would
+    /// reach its location and an instance (issue 40). PCRE patterns on `$request_uri`; a request
+    /// matching either is refused.
+    public static let misspeltRequest = [#"^[^?#]*(?://|/\.\.?(?:[/?#]|$)|%)"#, #"^[^?#]+/(?:[?#]|$)"#]
 
     /// The format token of a request's `Accept` as the edge reads it: `avif` or `webp` when the
     /// field names that type with a q-value above 0 (AVIF first), else `png`. The edge keys
@@ -167,12 +184,35 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 keepalive 32;
             }
 
+            # One spelling per route (the app's and the gallery's rule too): a path with an empty segment,
+            # a trailing slash, a dot segment or a percent-encoded byte is answered 404 by the edge and the
+            # shield. nginx matches locations on the path normalised (//stats as /stats) but passes on the
+            # original, so another spelling would otherwise get a route's location, or escape its limits.
+            map $request_uri $emojiart_misspelt {
+                "~\(Self.misspeltRequest[0])" 1;
+                "~\(Self.misspeltRequest[1])" 1;
+                default "";
+            }
+
+            # Slow clients are cut off: a request's head must arrive whole within 10 s (nginx's 60 s let
+            # 2,100 half-sent requests from one address hold every worker connection), a body or an
+            # answer may stall 10 s or 30 s at most between two reads or writes, and no route takes a body.
+            client_header_timeout 10s;
+            client_body_timeout 10s;
+            send_timeout 30s;
+            client_max_body_size 1k;
+
+            # Greedy clients: one address may have \(Self.requestsPerClient) requests in progress at the edge at once (a
+            # request counts once its head is read: while its body arrives and its answer, a stream's too,
+            # is sent), then 429.
+            limit_conn_zone $binary_remote_addr zone=emojiart_clients:1m;
+
             # The toolbar's actions (clear a cache, retry) are open to every client, as the page
             # offers them; each client may take one every 2 s, with a burst of 5 (a loop of them
             # cost its instance 13 % of a core and the gallery a fetch per piece each time).
             limit_req_zone $binary_remote_addr zone=emojiart_actions:1m rate=30r/m;
 
-            # Event streams (a page's live counters) are held open: each client address may hold 16 at
+            # Event streams (a page's live counters) are held open: each client address may hold \(Self.streamsPerClient) at
             # once, then 429, so no client takes every stream its instance serves (256) from the others.
             limit_conn_zone $binary_remote_addr zone=emojiart_streams:1m;
 
@@ -188,16 +228,20 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 keepalive 16;
             }
 
-            # The edge: what people open.
+            # The edge: what people open. It passes on the app's routes (EdgeConfiguration.edgeRoutes),
+            # each in its one spelling, and answers 404 to anything else.
             server {
                 \(edgeListen)
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
+                limit_conn emojiart_clients \(Self.requestsPerClient);
+                limit_conn_status 429;
 
                 # A request without a Host field (HTTP/1.0 allows it, in absolute form too) is refused here:
                 # an instance, asked without one, would answer 400 and close a kept connection of the pool.
                 if ($http_host = "") { return 400; }
+                if ($emojiart_misspelt) { return 404; }
 
                 # Text the instances did not compress (--no-compression) is compressed here; an
                 # answer already compressed passes as it is, and images never are.
@@ -205,10 +249,6 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 gzip_proxied any;
                 gzip_vary on;
                 gzip_types text/css text/javascript application/javascript application/json text/plain image/svg+xml;
-
-                # Images: one prefix location each (no regex on the hit path), settings shared.
-                \(imageLocation("/thumbs/"))
-                \(imageLocation("/large/"))
 
                 # An image request the edge does not keep: no v= (its conditional fields reach the
                 # instance, which answers 304), or parameters the route does not define (400).
@@ -219,64 +259,31 @@ public struct EdgeConfiguration: Sendable, Hashable {
                     proxy_connect_timeout 2s;
                 }
 
-                location = /events {
-                    limit_conn emojiart_streams 16;
-                    limit_conn_status 429;
-                    proxy_pass http://emojiart_pages;
-                    proxy_buffering off;
-                    proxy_read_timeout 1h;
-                }
-
-                # Operations are not public: Prometheus scrapes each instance's /metrics where it
-                # listens (deploy/prometheus), and `emojiart cache stats --app` names an instance.
-                location = /metrics { return 404; }
-                location = /stats { return 404; }
-
-                location /cache/ {
-                    limit_req zone=emojiart_actions burst=5 nodelay;
-                    limit_req_status 429;
-                    proxy_pass http://emojiart_pages;
-                    proxy_connect_timeout 2s;
-                }
-                location = /retry {
-                    limit_req zone=emojiart_actions burst=5 nodelay;
-                    limit_req_status 429;
-                    proxy_pass http://emojiart_pages;
-                    proxy_connect_timeout 2s;
-                }
-
-                location / {
-                    proxy_pass http://emojiart_pages;
-                    proxy_next_upstream error timeout;
-                    proxy_connect_timeout 2s;
-                }
+                # The app's routes. Operations are not public: Prometheus scrapes each instance's
+                # /metrics where it listens (deploy/prometheus), and `emojiart cache stats --app` names
+                # an instance.
+                \(indented(locations(Self.edgeRoutes)))
             }
 
-            # The origin shield: the instances' gallery. One request per piece reaches the gallery.
+            # The origin shield: the instances' gallery. One request per piece reaches the gallery. It
+            # passes on what the instances ask for (EdgeConfiguration.shieldRoutes), 404 to anything else.
+            # The signed feed passes end to end, conditionals both ways: it is no-cache (never stored
+            # here), and a cached location would drop If-None-Match on the way up and so turn every
+            # signed 304 into a whole download.
             server {
                 listen \(host):\(shieldPort);
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
+                if ($emojiart_misspelt) { return 404; }
 
-                # The signed feed passes end to end, conditionals both ways: it is no-cache (never
-                # stored here), and a cached location would drop If-None-Match on the way up and so
-                # turn every signed 304 into a whole download.
-                location = /gallery/images {
-                    proxy_pass http://emojiart_gallery;
-                }
-
-                location / {
-                    proxy_pass http://emojiart_gallery;
-                    proxy_cache emojiart_shield;
-                    proxy_cache_lock on;
-                    proxy_cache_lock_timeout 30s;
-                    proxy_cache_revalidate on;
-                    proxy_cache_valid 404 1m;  # the missing pieces: asked once, not once per instance
-                    proxy_cache_use_stale error timeout updating http_500 http_502 http_503;
-                    add_header X-Cache-Status $upstream_cache_status always;
-                }
+                \(indented(locations(Self.shieldRoutes)))
             }
             """
+    }
+
+    /// `text` with every line after the first indented by four spaces, to sit inside a block.
+    private func indented(_ text: String) -> String {
+        text.replacingOccurrences(of: "\n", with: "\n    ")
     }
 
     /// The edge's `listen` line, with TLS and HTTP/2, the certificate's lines and HSTS when
@@ -301,50 +308,30 @@ public struct EdgeConfiguration: Sendable, Hashable {
     /// HSTS (RFC 6797) for a year, on every answer of a TLS edge, errors included.
     static let strictTransportSecurity = #"add_header Strict-Transport-Security "max-age=31536000" always;"#
 
-    /// The edge's location for one image route. A warm request is a cache hit: `open_file_cache`
-    /// keeps the cache files open, so a hit costs no `open`, `fstat` or `close`. That is safe here
-    /// because an image's key is its URL with `?v=`, content-addressed: a cache file that is
-    /// replaced under the same key holds the same bytes. A request not in the route's own form
-    /// (``cacheableImageRequest``) goes to `@emojiart_uncached` instead (`return` is one of the
-    /// two things nginx's `if` does safely in a location). An entry is kept under the request's
-    /// host name (`$host`: lowercase, no port, from the request line when it names one) and the
-    /// instance is asked with that name as `Host`, so the app's 421 decides for the very name the
-    /// entry is kept under.
-    private func imageLocation(_ prefix: String) -> String {
-        """
-        location \(prefix) {
-                error_page 418 = @emojiart_uncached;
-                if ($emojiart_image_key = "") { return 418; }
-                proxy_pass http://emojiart_images;
-                proxy_cache emojiart_images;
-                proxy_cache_key "$host $emojiart_image_key $emojiart_format";
-                proxy_ignore_headers Vary;
-                proxy_set_header Accept $emojiart_accept;
-                proxy_set_header Connection "";
-                proxy_set_header Host $host;
-                proxy_cache_lock on;
-                proxy_cache_lock_timeout 30s;
-                proxy_cache_use_stale error timeout updating http_502 http_503;
-                proxy_next_upstream error timeout;
-                proxy_next_upstream_tries 3;
-                proxy_connect_timeout 2s;
-                open_file_cache max=10000 inactive=60s;
-                add_header X-Cache-Status $upstream_cache_status always;\(tls == nil ? "" : "\n        " + Self.strictTransportSecurity)
-            }
-        """
+    /// Connections each nginx worker takes, clients' and upstreams' (nginx's default, 1024, let
+    /// one address hold them all with half-sent requests).
+    public static let workerConnections = 8192
+
+    /// The main context's settings for ``workerConnections`` `connections` a worker: the
+    /// descriptors each worker may open (two per proxied request, and the image cache files it
+    /// keeps open) and the connections. `conf.d` cannot set them: deploy/nginx's files name them
+    /// in their header, for /etc/nginx/nginx.conf.
+    public static func mainContext(workerConnections connections: Int = workerConnections) -> [String] {
+        ["worker_rlimit_nofile \(2 * connections + openFileCache + 64);", "events { worker_connections \(connections); }"]
     }
 
     /// A whole `nginx.conf` for nginx run as `nginx -p PREFIX -c FILE`: the `http` block, with a
-    /// pid file and logs under `prefix`.
+    /// pid file and logs under `prefix`, `workers` worker processes of `workerConnections`
+    /// connections each (``mainContext(workerConnections:)``).
     /// - Throws: ``UnusablePath`` when `prefix` is not usable in nginx's configuration.
-    public func nginxConf(prefix: String, workers: Int = 2) throws(UnusablePath) -> String {
+    public func nginxConf(prefix: String, workers: Int = 2, workerConnections: Int = Self.workerConnections) throws(UnusablePath) -> String {
         guard Self.isUsableInConfiguration(prefix) else { throw UnusablePath(path: prefix) }
         return """
         # Generated by emojiart (EdgeConfiguration): edit the template in Sources/EmojiArtApp/Cluster.
         worker_processes \(workers);
         pid \(Self.quoted(prefix + "/nginx.pid"));
         error_log \(Self.quoted(prefix + "/error.log")) warn;
-        events { worker_connections 1024; }
+        \(Self.mainContext(workerConnections: workerConnections).joined(separator: "\n"))
         http {
             access_log off;
             sendfile on;

@@ -73,6 +73,7 @@ public enum EmojiArtApp {
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(BrowserGuardMiddleware(services: services))
+        router.middlewares.add(OneSpellingMiddleware(services: services))  // `/stats/`, `//stats`: 404
         router.addRoutes(PageController(services: services).endpoints)  // with its error pages
         router.addRoutes(ImageController(services: services).endpoints)
         router.addRoutes(EventsController(services: services).endpoints)
