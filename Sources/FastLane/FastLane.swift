@@ -13,6 +13,7 @@ import Synchronization
 /// completely (a memory hit) or returns `nil` (a miss, another route, anything it does not fully
 /// understand), in which case the request is passed on. The lane itself passes on, without asking
 /// the responder, every request other than an HTTP/1.1 `GET` or `HEAD` of a path, every request
+/// whose path is not in its route's one spelling (``hasOneSpelling(_:)``: the router's 404), every request
 /// that has a body, an `Expect` or a `Connection` field, every request while an earlier one on
 /// the same connection is still being answered by Hummingbird (HTTP/1.1 pipelining keeps its
 /// order), every request while the connection cannot take more output (Hummingbird's

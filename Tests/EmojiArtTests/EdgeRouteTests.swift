@@ -236,4 +236,28 @@ import TestSupport
         let misspelt = EdgeConfiguration.misspeltRequest.contains { target.range(of: $0, options: .regularExpression) != nil }
         #expect(misspelt == !FastLane.hasOneSpelling(target), "\(target)")
     }
+
+    /// The same, for every target of up to six characters after its `/` made of the characters
+    /// that matter (`/`, `.`, `%`, `?`, `#` and a letter), against the rule as RFC 3986 words it:
+    /// the path's segments (up to `?` or `#`) none empty (but the root's), `.` or `..`, and no
+    /// percent-encoding.
+    @Test func theSpellingRulesAgreeOnEveryShortTarget() throws {
+        let patterns = try EdgeConfiguration.misspeltRequest.map { try NSRegularExpression(pattern: $0) }
+        var targets = ["/"]
+        var last = [""]
+        for _ in 1...6 {
+            last = last.flatMap { prefix in ["/", ".", "%", "?", "#", "a"].map { prefix + $0 } }
+            targets += last.map { "/" + $0 }
+        }
+        var disagreements: [String] = []
+        for target in targets {
+            let path = target.prefix { $0 != "?" && $0 != "#" }
+            let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+            let oneSpelling = !path.contains("%") && (path == "/" || segments.allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." })
+            let range = NSRange(target.startIndex..., in: target)
+            let misspelt = patterns.contains { $0.firstMatch(in: target, range: range) != nil }
+            if FastLane.hasOneSpelling(target) != oneSpelling || misspelt == oneSpelling { disagreements.append(target) }
+        }
+        #expect(targets.count == 55_987 && disagreements.isEmpty, "\(disagreements.prefix(20))")
+    }
 }
