@@ -193,6 +193,37 @@ import TestSupport
         }
     }
 
+    /// Opens `count` connections to `port`, each with a request whose body nginx is waiting
+    /// for (it has read the head, counted the request and said `100 Continue`), and runs `body`
+    /// while all are open.
+    static func holdingBodies<T: Sendable>(
+        _ count: Int, port: Int, held: [Int?] = [], _ body: ([Int?]) async throws -> T
+    ) async throws -> T {
+        guard held.count < count else { return try await body(held) }
+        return try await RawHTTPConnection.with(port: port) { connection in
+            try await connection.send("POST / HTTP/1.1\nHost: localhost\nContent-Length: 10\nExpect: 100-continue\n\n")
+            let status = try await connection.response()?.status
+            return try await holdingBodies(count, port: port, held: held + [status], body)
+        }
+    }
+
+    /// One client address may have `requestsPerClient` requests in progress at the edge: a
+    /// request counts once its head is read, so bodies it never sends hold its places, not
+    /// another address's.
+    @Test func oneAddressHasAtMostItsRequestsInProgress() async throws {
+        try await Self.withEdge(workers: 1, workerConnections: 1024) { edgePort in
+            let limit = EdgeConfiguration.requestsPerClient
+            let (held, next, other) = try await Self.holdingBodies(limit, port: edgePort) { held in
+                (held, try await Self.ask(edgePort, "/health").status, try await RawHTTPConnection.with(port: edgePort, from: "127.0.0.2") { connection in
+                    try await connection.send(["/health"], fields: ["Host: localhost"])
+                    return try await connection.response()?.status
+                })
+            }
+            #expect(held == Array(repeating: 100, count: limit), "each held request was read and counted: \(held)")
+            #expect(next == 429 && other == 200)
+        }
+    }
+
     /// Every route the app's and the gallery's routers have is on the edge's or the shield's
     /// list, or named as kept off both (`/stats`, `/metrics`): a new route must be placed.
     @Test func everyRouteOfTheServersIsListedOrKeptOffOnPurpose() async throws {
