@@ -166,6 +166,7 @@ let package = Package(
         .executableTarget(
             name: "emojiart",
             dependencies: [
+                "FastLane",
                 "HTTPCaching",
                 "Imaging",
                 "MessageSignatures",

@@ -12,8 +12,12 @@ import NIOHTTPTypesHTTP1
 /// decoder, lane or not, RFC 9112's rules for `Host` hold (`RequestHeadCheck`): an HTTP/1.1 request
 /// without one, or with two, is answered 400, and a request in absolute form goes on in origin form
 /// with its target's host. The lane, or without it `ConnectionEndHandler`, tells when the client
-/// closes the connection (``connectionEnd``). Without a lane it is otherwise `HTTP1Channel`'s
-/// pipeline.
+/// closes the connection (``connectionEnd``). Lane or not, the server's ``ConnectionLimits`` hold
+/// (``ConnectionGuard``): a connection past the most open is closed as soon as it is accepted, a
+/// request must arrive whole within its deadline and an answer's bytes be taken within theirs
+/// (`ClientDeadlines`, first in the pipeline), and a request with a body is answered 413
+/// (`BodyRefusal`, where Hummingbird's request loop would read it). Without a lane it is otherwise
+/// `HTTP1Channel`'s pipeline.
 public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// One accepted connection: the async channel Hummingbird reads requests from and writes
     /// answers to, and what the lane hands on with the requests it passes.
@@ -38,6 +42,8 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public let lane: FastLane?
     /// Time before an idle connection is closed; `nil` never.
     public let idleTimeout: TimeAmount?
+    /// The server's limits on its connections, and their count (``ConnectionGuard``).
+    public let connections: ConnectionGuard
     /// Handlers on NIO's HTTP/1 request and response parts, behind the lane: they see the requests
     /// the lane passes on and their answers, never the lane's own (as Hummingbird's
     /// `HTTP1Channel.Configuration.additionalChannelHandlers`, e.g. a response compressor).
@@ -46,11 +52,13 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// Creates the channel.
     public init(
         responder: @escaping HTTPChannelHandler.Responder, lane: FastLane?, idleTimeout: TimeAmount? = nil,
+        connections: ConnectionGuard = ConnectionGuard(),
         additionalChannelHandlers: @escaping @Sendable () -> [any RemovableChannelHandler] = { [] }
     ) {
         self.responder = responder
         self.lane = lane
         self.idleTimeout = idleTimeout
+        self.connections = connections
         self.additionalChannelHandlers = additionalChannelHandlers
     }
 
@@ -66,6 +74,11 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let handoffs = lane.map { _ in Handoffs() }
             let end = channel.eventLoop.makePromise(of: Void.self)
             channel.closeFuture.whenComplete { _ in end.succeed() }
+            // Past the most connections, closed at once (after the pipeline is built: Hummingbird's
+            // request loop then finds it closed and ends).
+            let admitted = connections.admit(channel)
+            let deadlines = ClientDeadlines(connections)
+            try pipeline.addHandler(deadlines)
             if let lane {
                 // NIO's encoder and decoder as `configureHTTPServerPipeline` adds them, but not
                 // paired: the lane writes its answers past the encoder, and itself keeps answers to
@@ -76,6 +89,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     HTTPResponseEncoder(configuration: .init()),
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
                     RequestHeadCheck(),
+                    RequestEndWatch(deadlines),
                     FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs, end: end),
                 ])
             } else {
@@ -84,9 +98,11 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits
                 )
                 try pipeline.addHandler(RequestHeadCheck())
+                try pipeline.addHandler(RequestEndWatch(deadlines))
                 // Without the lane, which tells the client's close itself, a handler for it alone.
                 try pipeline.addHandler(ConnectionEndHandler(end))
             }
+            try pipeline.addHandler(BodyRefusal(connections))
             try pipeline.addHandlers(additionalChannelHandlers())
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             let stateTimeout = lane == nil ? idleTimeout.map { Duration($0) } : nil
@@ -94,6 +110,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
                 wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
             )
+            if !admitted { channel.close(promise: nil) }
             return Connection(asyncChannel: asyncChannel, handoffs: handoffs, end: end.futureResult)
         }
     }
@@ -156,12 +173,13 @@ extension HTTPServerBuilder {
     ///   answers, behind the lane, which they never see. (Hummingbird's own
     ///   `additionalChannelHandlers` sit after its HTTP types codec and see other parts.)
     public static func http1(
-        fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil,
+        fastLane lane: FastLane?, idleTimeout: TimeAmount? = nil, connections: ConnectionGuard = ConnectionGuard(),
         additionalChannelHandlers: (@Sendable () -> [any RemovableChannelHandler])? = nil
     ) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
             FastLaneHTTP1Channel(
-                responder: responder, lane: lane, idleTimeout: idleTimeout, additionalChannelHandlers: additionalChannelHandlers ?? { [] }
+                responder: responder, lane: lane, idleTimeout: idleTimeout, connections: connections,
+                additionalChannelHandlers: additionalChannelHandlers ?? { [] }
             )
         }
     }

@@ -39,7 +39,13 @@ public enum Gallery {
             ? FastLane(serverName: serverName, now: configuration.now, respond: gallery.fastLane) : nil
         return GalleryApplication(
             responder: router.buildResponder(),
-            server: .http1(fastLane: lane, idleTimeout: configuration.idleTimeout),
+            server: .http1(
+                fastLane: lane, idleTimeout: configuration.idleTimeout,
+                connections: ConnectionGuard(
+                    ConnectionLimits(requestTimeout: configuration.requestTimeout, sendTimeout: configuration.requestTimeout, maxConnections: configuration.maxConnections),
+                    counted: { metrics.connectionCut($0) }
+                )
+            ),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             logger: logger, now: configuration.now, running: onServerRunning,
             revisions: configuration.revisionInterval.flatMap { $0 > .zero ? ($0, configuration.clock, publication) : nil }

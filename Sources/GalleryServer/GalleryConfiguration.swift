@@ -49,6 +49,16 @@ public struct GalleryConfiguration: Sendable {
     /// `nil` never. A client that opens connections and sends nothing, or half a head, cannot hold
     /// them (and the file descriptors) for ever.
     public var idleTimeout: TimeAmount? = .seconds(75)
+    /// The time a client has to send a whole request, head and body, and the longest an answer
+    /// may wait for a client that takes none of its bytes (an event stream's too); 30 s by
+    /// default, `nil` never. Past either the connection is closed: a client trickling a request or
+    /// not reading cannot hold a connection, however steadily it trickles.
+    public var requestTimeout: TimeAmount? = .seconds(30)
+    /// The most connections open at once; one more is closed as soon as it is accepted and counted
+    /// (`gallery_connections_cut_total{reason="over_limit"}` in `/metrics`). `nil` (the default): the process's
+    /// descriptor limit less room for the disk cache and origin connections of an app in the same process
+    /// (`ConnectionLimits.defaultMaxConnections`).
+    public var maxConnections: Int?
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984

@@ -1,4 +1,5 @@
 import CoreMetrics
+import FastLane
 import Metrics
 public import NIOCore
 public import Prometheus
@@ -19,6 +20,7 @@ public final class GalleryMetrics: Sendable {
     private let requestCounters = Mutex<[String: CoreMetrics.Counter]>([:])
     private let imageOK: CoreMetrics.Counter
     private let imageNotModified: CoreMetrics.Counter
+    private let cutConnections: [ConnectionGuard.Cut: CoreMetrics.Counter]
 
     /// Creates counters in a new registry, one per piece of `catalog`.
     public init(catalog: ArtCatalog = .book) {
@@ -39,6 +41,11 @@ public final class GalleryMetrics: Sendable {
         }
         imageOK = imageCounter(200)
         imageNotModified = imageCounter(304)
+        var cut: [ConnectionGuard.Cut: CoreMetrics.Counter] = [:]
+        for reason in ConnectionGuard.Cut.allCases {
+            cut[reason] = Counter(label: "gallery_connections_cut_total", dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
+        cutConnections = cut
         requestCounters.withLock { $0 = ["/gallery/image 200": imageOK, "/gallery/image 304": imageNotModified] }
     }
 
@@ -64,6 +71,11 @@ public final class GalleryMetrics: Sendable {
         case 304: imageNotModified.increment()
         default: request(route: "/gallery/image", status: status)
         }
+    }
+
+    /// Counts a connection the server cut for `reason` (past `--max-connections`, a deadline, a body).
+    func connectionCut(_ reason: ConnectionGuard.Cut) {
+        cutConnections[reason]?.increment()
     }
 
     /// Counts one request for piece `N`.

@@ -27,6 +27,7 @@ struct AppCommand: AsyncParsableCommand {
             allowedHosts: answers.allowedHost
         )
         configuration.idleTimeout = server.idleTime
+        (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

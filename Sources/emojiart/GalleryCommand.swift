@@ -110,6 +110,7 @@ struct GalleryCommand: AsyncParsableCommand {
             fastLane: server.fastLane
         )
         configuration.idleTimeout = server.idleTime
+        (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
         return configuration
     }
 

@@ -40,6 +40,8 @@ struct ServeCommand: AsyncParsableCommand {
         let key = try gallerySigningKey(nil)
         var galleryConfiguration = GalleryConfiguration(host: "127.0.0.1", port: galleryPort, seed: seed, signingKey: key, fastLane: server.fastLane)
         galleryConfiguration.idleTimeout = server.idleTime
+        // Two servers in one process: the default cap halves (one descriptor table).
+        (galleryConfiguration.requestTimeout, galleryConfiguration.maxConnections) = (server.requestTime, server.connectionCap(servers: 2))
         let gallery = try await Gallery.buildApplication(galleryConfiguration, logger: Logger(label: "gallery")) { port in
             portContinuation.yield(port)
         }
@@ -68,6 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
                 compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost
             )
             configuration.idleTimeout = server.idleTime
+            (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap(servers: 2))
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")
                 say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FastLane
 import Foundation
 import GalleryServer
 import Hummingbird
@@ -23,6 +24,20 @@ struct ServerOptions: ParsableArguments {
     /// ``idleTimeout`` as NIO takes it.
     var idleTime: TimeAmount { .seconds(Int64(idleTimeout)) }
 
+    @Option(help: ArgumentHelp("The time a client has to send a whole request, head and body, and the longest an answer (an event stream's too) waits with none of its bytes taken: past either the connection is closed, however steadily the client trickles. A request with a body is answered 413 (no route takes one).", valueName: "seconds"))
+    var requestTimeout = 30
+
+    @Option(help: ArgumentHelp("The most connections open at once, per server; one more is closed as soon as it is accepted and counted (connections_cut{reason=\"over_limit\"} in /metrics). Default: the descriptor limit (ulimit -n) less \(ConnectionLimits.reservedDescriptors) for the disk cache and the gallery's connections, shared by the servers of the process.", valueName: "count"))
+    var maxConnections: Int?
+
+    /// ``requestTimeout`` as NIO takes it.
+    var requestTime: TimeAmount { .seconds(Int64(requestTimeout)) }
+
+    /// ``maxConnections``, or the default for one of the `servers` this process runs.
+    func connectionCap(servers: Int = 1) -> Int {
+        maxConnections ?? ConnectionLimits.defaultMaxConnections(servers: servers)
+    }
+
     /// Refuses a port outside 0...65535: the socket layer took 70000 as 4464, and -1 failed with
     /// a message that named no option.
     static func checkPort(_ port: Int, option: String) throws {
@@ -32,5 +47,7 @@ struct ServerOptions: ParsableArguments {
     func validate() throws {
         try Self.checkPort(port, option: "--port")
         guard (1...86_400).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be at least 1 second and at most a day (86400)") }
+        guard (1...86_400).contains(requestTimeout) else { throw ValidationError("--request-timeout must be at least 1 second and at most a day (86400)") }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be at least 1, got \(maxConnections)") }
     }
 }

@@ -60,4 +60,18 @@ extension CommandLineTests {
             #expect(outcome.output.contains("--idle-timeout must be at least 1 second and at most a day"), "\(outcome.output)")
         }
     }
+
+    /// A request deadline of 0 would cut every connection, and a cap of 0 connections would
+    /// serve none: both are refused before anything starts.
+    @Test(arguments: [["app", "--gallery", "http://127.0.0.1:9"], ["gallery"], ["serve"]])
+    func aRequestTimeoutOrAConnectionCapOutOfRangeIsRefused(command: [String]) async throws {
+        for value in ["0", "86401"] {
+            let outcome = try await run(command + ["--request-timeout", value])
+            #expect(outcome.status == 64, "a usage error: \(outcome.output)")
+            #expect(outcome.output.contains("--request-timeout must be at least 1 second and at most a day"), "\(outcome.output)")
+        }
+        let outcome = try await run(command + ["--max-connections", "0"])
+        #expect(outcome.status == 64, "a usage error: \(outcome.output)")
+        #expect(outcome.output.contains("--max-connections must be at least 1, got 0"), "\(outcome.output)")
+    }
 }

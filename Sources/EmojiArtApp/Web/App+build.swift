@@ -31,7 +31,14 @@ public enum EmojiArtApp {
         if configuration.compression { compression = { @Sendable in TextCompression.handlers() } }
         return Application(
             router: router,
-            server: .http1(fastLane: lane, idleTimeout: configuration.idleTimeout, additionalChannelHandlers: compression),
+            server: .http1(
+                fastLane: lane, idleTimeout: configuration.idleTimeout,
+                connections: ConnectionGuard(
+                    ConnectionLimits(requestTimeout: configuration.requestTimeout, sendTimeout: configuration.requestTimeout, maxConnections: configuration.maxConnections),
+                    counted: { [metrics = services.metrics] in metrics.connectionCut($0) }
+                ),
+                additionalChannelHandlers: compression
+            ),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             services: services.backgroundServices,
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },

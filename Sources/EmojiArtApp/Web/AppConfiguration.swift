@@ -38,6 +38,16 @@ public struct AppConfiguration: Sendable {
     /// them (and the file descriptors) for ever. An answer being sent (an event stream) is not cut
     /// while the client takes it.
     public var idleTimeout: TimeAmount? = .seconds(75)
+    /// The time a client has to send a whole request, head and body, and the longest an answer
+    /// may wait for a client that takes none of its bytes (an event stream's too); 30 s by
+    /// default, `nil` never. Past either the connection is closed: a client trickling a request or
+    /// not reading cannot hold a connection, however steadily it trickles.
+    public var requestTimeout: TimeAmount? = .seconds(30)
+    /// The most connections open at once; one more is closed as soon as it is accepted and counted
+    /// (`connections_cut{reason="over_limit"}` in `/metrics`). `nil` (the default): the process's
+    /// descriptor limit less room for the disk cache and origin connections
+    /// (`ConnectionLimits.defaultMaxConnections`).
+    public var maxConnections: Int?
     /// The most `/events` streams open at once; one more is answered 503 with `Retry-After` (its
     /// page works on, without live counters). Each stream holds a connection, four tasks and up
     /// to 256 events waiting for a client that reads slowly: 256 by default, a page each.

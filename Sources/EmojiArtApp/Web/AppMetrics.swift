@@ -1,3 +1,4 @@
+import FastLane
 import ImageCache
 import Prometheus
 import Synchronization
@@ -29,6 +30,8 @@ final class AppMetrics: Sendable {
     private let signatureFailures = Mutex<(counters: [String: Counter], last: [String: Int])>(([:], [:]))
     /// Requests refused at the edge of the app, by reason (see ``BrowserGuardMiddleware``).
     private let refusedRequests: [RefusedRequest: Counter]
+    /// Connections the server cut, by reason (``ConnectionGuard/Cut``).
+    private let cutConnections: [ConnectionGuard.Cut: Counter]
 
     /// Why a request was refused before any route saw it.
     enum RefusedRequest: String, CaseIterable {
@@ -90,11 +93,19 @@ final class AppMetrics: Sendable {
         refusedRequests = Dictionary(uniqueKeysWithValues: RefusedRequest.allCases.map { reason in
             (reason, counter("refused_requests", "Requests refused before any route: a Host the app does not serve, or a state-changing request from another site", labels: [("reason", reason.rawValue)]))
         })
+        cutConnections = Dictionary(uniqueKeysWithValues: ConnectionGuard.Cut.allCases.map { reason in
+            (reason, counter("connections_cut", "Connections closed by the server: past --max-connections, a request not received within --request-timeout, an answer not taken within it, a request body", labels: [("reason", reason.rawValue)]))
+        })
     }
 
     /// Counts a request refused for `reason`.
     func refused(_ reason: RefusedRequest) {
         refusedRequests[reason]?.increment()
+    }
+
+    /// Counts a connection cut for `reason`.
+    func connectionCut(_ reason: ConnectionGuard.Cut) {
+        cutConnections[reason]?.increment()
     }
 
     /// The stages, as the `stage` label names them.
