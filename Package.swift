@@ -96,6 +96,7 @@ let package = Package(
         .target(
             name: "MessageSignatures",
             dependencies: [
+                "HTTPCaching",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
             ],

@@ -88,8 +88,8 @@ public enum SigningKeyFile {
     /// feed as signed by a changed key).
     static func checkDirectory(of path: URL) throws(Error) {
         let directory = path.deletingLastPathComponent().path
-        if let reason = GuardedFile.unsafeDirectory(directory) {
-            throw .unsafe(path: path.path, reason: "its directory \(directory) is not private: \(reason)", fix: "chmod 700 \(directory), after checking that it is yours")
+        if let (reason, fix) = GuardedFile.unsafeDirectory(directory) {
+            throw .unsafe(path: path.path, reason: "its directory \(directory) is not private: \(reason)", fix: fix)
         }
     }
 

@@ -61,10 +61,29 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
     }
 
-    /// A directory where an entry belongs (with a file and a link to outside in it) is damage: it
-    /// goes, what the link points to stays, and the entry can be written again. (Before, `unlink`
-    /// failed on it, and every write of that entry failed too.)
-    @Test func aDirectoryEntryIsDamageAndIsRemoved() throws {
+    /// An empty directory where an entry belongs is damage: it goes, and the entry can be written
+    /// again. (Before, `unlink` failed on it, and every write of that entry failed too.)
+    @Test func anEmptyDirectoryEntryIsDamageAndIsRemoved() throws {
+        let storage = try storage()
+        let path = entryPath(storage, "k")
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("a directory, not a regular file")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path), "the empty directory is deleted")
+        try storage.write(image, forKey: "k")
+        #expect(try storage.read(forKey: "k") == image)
+    }
+
+    /// A directory that holds something (a file, and a link to a file outside) where an entry
+    /// belongs is damage, but is never removed recursively: a directory swapped in, or a link
+    /// inside it swapped, by someone who can write the cache directory must not take files
+    /// elsewhere with it. It stays as it is, the entry is a miss, and its writes fail in words.
+    @Test func aDirectoryEntryThatHoldsFilesIsLeftAsItIs() throws {
         let storage = try storage()
         let path = entryPath(storage, "k")
         let outside = TemporaryDirectory()
@@ -73,17 +92,46 @@ import Glibc
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         try Data([4, 5, 6]).write(to: URL(fileURLWithPath: path + "/inside"))
         #expect(symlink(target, path + "/link") == 0)
-        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
             guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a directory, not a regular file")
         }
-        #expect(!FileManager.default.fileExists(atPath: path), "the directory is deleted")
-        #expect(FileManager.default.fileExists(atPath: target), "what its link points to is left alone")
+        #expect(FileManager.default.fileExists(atPath: path + "/inside"), "what the directory holds stays")
+        #expect(FileManager.default.fileExists(atPath: target), "what its link points to stays")
+        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        storage.remove(forKey: "k")
+        storage.removeAll()
+        #expect(FileManager.default.fileExists(atPath: path + "/inside"), "remove and removeAll never recurse either")
+    }
+
+    /// A cache directory inside a folder others may write (not sticky) or another user owns: they
+    /// could swap the directory for one of theirs. Set-up refuses it, naming the parent and the fix,
+    /// and changes nothing; a sticky parent (as `/tmp`) is used.
+    @Test func aCacheDirectoryWhoseParentOthersMayWriteIsRefused() throws {
+        let parent = TemporaryDirectory()
+        let cache = parent.url.appendingPathComponent("cache")
+        let storage = DiskStorage(directory: cache, synchronizesWrites: false)
+        try storage.setUp()
         try storage.write(image, forKey: "k")
-        #expect(try storage.read(forKey: "k") == image)
+        #expect(chmod(parent.url.path, 0o777) == 0)
+        #expect {
+            try storage.setUp()
+        } throws: { error in
+            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            return reason.contains("its parent \(parent.url.path) may be written by group or others (mode 777)")
+                && reason.contains("chmod go-w \(parent.url.path)") && reason.contains("nothing in it was changed")
+        }
+        #expect(chmod(parent.url.path, 0o1777) == 0)
+        #expect(try storage.setUp().entries == 1, "a sticky parent, as /tmp, passes")
+        #expect(chmod(parent.url.path, 0o755) == 0 && chown(parent.url.path, 65534, 65534) == 0)
+        #expect {
+            try storage.setUp()
+        } throws: { error in
+            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            return reason.contains("its parent \(parent.url.path) is owned by user 65534")
+        }
     }
 
     /// A socket where an entry belongs: `open` says ENXIO, which is damage (deleted, fetched

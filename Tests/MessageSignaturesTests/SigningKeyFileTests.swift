@@ -83,6 +83,25 @@ import Glibc
         #expect(try #require(refusal(path)).contains("owned by user 65534"))
     }
 
+    /// A private directory inside one that others may write, or another user owns: they could
+    /// rename the key's directory away and put their own in its place (ssh's StrictModes checks
+    /// every parent). Refused, naming the parent and the fix; a sticky parent (as `/tmp`) passes.
+    @Test func aKeyWhoseDirectorysParentOthersMayWriteIsRefused() throws {
+        let inner = directory.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: inner, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let path = inner.appendingPathComponent("gallery-signing.key")
+        _ = try SigningKeyFile.readOrCreate(path)
+        #expect(refusal(path) == nil)
+        #expect(chmod(directory.path, 0o777) == 0)
+        let message = try #require(refusal(path))
+        #expect(message.contains("its parent \(directory.path) may be written by group or others (mode 777)"), "\(message)")
+        #expect(message.contains("chmod go-w \(directory.path)"), "\(message)")
+        #expect(chmod(directory.path, 0o1777) == 0)
+        #expect(refusal(path) == nil, "a sticky parent, as /tmp, lets no one else rename the directory")
+        #expect(chmod(directory.path, 0o700) == 0 && chown(directory.path, 65534, 65534) == 0)
+        #expect(try #require(refusal(path)).contains("its parent \(directory.path) is owned by user 65534"))
+    }
+
     /// A key with a second name (a hard link) is a key another name also reaches: refused
     /// (attacker round 4: it was used).
     @Test func aKeyFileWithASecondNameIsRefused() throws {

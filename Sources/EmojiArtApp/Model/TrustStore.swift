@@ -175,8 +175,8 @@ public struct TrustStore: Sendable {
         } catch {
             throw Failure(description: "cannot create \(directory.path) for the trusted gallery keys (\(error.localizedDescription)): set XDG_DATA_HOME to a writable directory")
         }
-        if let reason = GuardedFile.unsafeDirectory(directory.path) {
-            throw Failure(description: "the directory of the trust file, \(directory.path), is not private (\(reason)): chmod 700 \(directory.path) after checking that it is yours, then retry; nothing was changed")
+        if let (reason, fix) = GuardedFile.unsafeDirectory(directory.path) {
+            throw Failure(description: "the directory of the trust file, \(directory.path), is not private (\(reason)): \(fix), then retry; nothing was changed")
         }
         let lockPath = file.path + ".lock"
         // O_NOFOLLOW: a link planted at the lock's path is not followed (and not created

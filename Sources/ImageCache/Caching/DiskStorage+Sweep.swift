@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCaching
 import Logging
 import Synchronization
 import SystemPackage
@@ -81,10 +82,15 @@ extension DiskStorage {
     /// anything in it is changed, since set-up would make it private, delete what looks like a
     /// leftover and evict what looks like an entry, and clearing would delete those.
     ///
+    /// A directory with a parent that another user owns, or that group or others may write (but
+    /// for a sticky one such as `/tmp`), is refused too: they could swap it for one of theirs
+    /// (ssh's `StrictModes`: `HTTPCaching.StrictModes`).
+    ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
     /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)`` when the directory cannot be
-    ///   created or listed, or holds files or folders the cache did not write.
+    ///   created or listed, holds files or folders the cache did not write, or has a parent others
+    ///   may write.
     @discardableResult
     public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
         let names: [ListedFile]
@@ -94,10 +100,18 @@ extension DiskStorage {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
             )
+        } catch {
+            throw .diskFailure(path: directory.path, reason: "cannot create the cache directory: \(error)")
+        }
+        // Someone who may write a parent could swap the directory for one of theirs.
+        if let parent = StrictModes.unsafeParent(of: directory.path) {
+            throw .diskFailure(path: directory.path, reason: "the cache directory is not safe to use: \(parent); nothing in it was changed")
+        }
+        do {
             (names, others) = try listDirectory()
             scans.withLock { $0 += 1 }
         } catch {
-            throw .diskFailure(path: directory.path, reason: "cannot create or list the cache directory: \(error)")
+            throw .diskFailure(path: directory.path, reason: "cannot list the cache directory: \(error)")
         }
         guard others == 0 else {
             throw .diskFailure(
@@ -118,7 +132,7 @@ extension DiskStorage {
         var entries: [(name: String, size: Int, modified: Int64)] = []
         for file in names {
             if Self.isTemporaryName(file.name) {
-                if Self.isLeftover(file.name, modified: file.modified), unlink(path(file.name).string) == 0 { removedTemporary += 1 }
+                if Self.isLeftover(file.name, modified: file.modified), unlinkFile(file.name) { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
                 if file.links > 1 { linkedEntries += 1 }
                 if file.mode & 0o077 != 0, (try? Self.makePrivate(path(file.name).string, directory: false)) == true {
@@ -139,7 +153,7 @@ extension DiskStorage {
             }
             return evicted
         }
-        for name in evicted { _ = unlink(path(name).string) }
+        for name in evicted { unlinkFile(name) }
         let (count, bytes) = usage
         return SetUpReport(
             entries: count, bytes: bytes, removedTemporaryFiles: removedTemporary, linkedEntries: linkedEntries, evicted: evicted.count,

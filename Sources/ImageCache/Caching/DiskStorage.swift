@@ -25,6 +25,8 @@ import Glibc
 ///   opens the entry with `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC` and checks with `fstat` that it
 ///   is a regular file of at most ``entrySizeLimit`` bytes before allocating anything: a
 ///   symbolic link, a FIFO or a huge file is a damaged entry, never followed, waited on or read.
+///   Files are removed with `unlinkat` relative to the directory's descriptor, never through a
+///   link and never recursively: a folder at an entry's name goes only when it is empty.
 /// - Besides images, an entry may remember that the origin does not have a resource (a 404 or
 ///   410 with a lifetime, RFC 9111 allows storing it): see ``Entry/missing(status:cacheHeaders:expectedSHA256:)``.
 ///
@@ -135,11 +137,11 @@ public final class DiskStorage: Sendable {
             }
             guard rename(temporary.string, path(name).string) == 0 else { throw Errno(rawValue: errno) }
         } catch {
-            _ = unlink(temporary.string)
+            unlinkFile(temporary.lastComponent?.string ?? "")
             throw .diskFailure(path: directory.path, reason: "writing an entry: \(error)")
         }
         let evicted = index.withLock { $0.insert(bytes.count, forKey: name, cost: bytes.count) }
-        for (victim, _) in evicted { _ = unlink(path(victim).string) }
+        for (victim, _) in evicted { unlinkFile(victim) }
     }
 
     /// Reads and checks `key`'s image; `nil` when there is none, or when the entry remembers that
@@ -197,13 +199,38 @@ public final class DiskStorage: Sendable {
     }
 
     private func remove(fileNamed name: String) {
-        let file = path(name).string
-        if unlink(file) != 0, errno == EISDIR {
-            // A directory where an entry belongs would fail every write of that entry: it goes,
-            // with what it holds (links inside are removed, never followed).
-            try? FileManager.default.removeItem(atPath: file)
+        if !unlinkFile(name), errno == EISDIR {
+            // A directory where an entry belongs fails every write of that entry. Only an empty
+            // one goes: one that holds anything is left as it is (never removed recursively, so
+            // never through a link swapped in by someone who can write the directory).
+            if !removeEmptyDirectory(name) {
+                logger.warning(
+                    "a folder stands where a cache entry belongs and is not empty: it was left as it is; remove it by hand",
+                    metadata: ["path": "\(path(name).string)"])
+            }
         }
         index.withLock { _ = $0.removeValue(forKey: name) }
+    }
+
+    /// Removes the directory's file `name` with `unlinkat` relative to the directory's
+    /// descriptor: the directory's path is resolved once, and a link at `name` is removed, never
+    /// followed. Returns whether it was removed (`errno` says why not).
+    @discardableResult
+    func unlinkFile(_ name: String) -> Bool {
+        withDirectoryDescriptor { unlinkat($0, name, 0) == 0 }
+    }
+
+    /// Removes `name` if it is an empty directory (`AT_REMOVEDIR`, never recursive).
+    private func removeEmptyDirectory(_ name: String) -> Bool {
+        withDirectoryDescriptor { unlinkat($0, name, AT_REMOVEDIR) == 0 }
+    }
+
+    /// Runs `body` with a descriptor of the cache directory, open for its duration.
+    private func withDirectoryDescriptor(_ body: (CInt) -> Bool) -> Bool {
+        let descriptor = open(directoryPath.string, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return body(descriptor)
     }
 
     /// Removes `key`'s entry, if any.
