@@ -1,3 +1,4 @@
+import HTTPCaching
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -39,17 +40,22 @@ public enum GuardedFile {
     /// This process's effective user ID.
     public static var currentUser: UInt32 { UInt32(geteuid()) }
 
-    /// Why the directory at `path` may not hold a file that decides what is trusted, or `nil`
-    /// when it may (or does not exist yet: the caller creates it private). Another user who owns
-    /// it, or a group or others who may write it, could rename the file away or put their own in
-    /// its place, whatever the file's own mode (ssh's `StrictModes`). The path is followed: the
-    /// directory is the user's choice, and may be a link to one.
-    public static func unsafeDirectory(_ path: String) -> String? {
+    /// Why the directory at `path` may not hold a file that decides what is trusted, and what to
+    /// do, or `nil` when it may (or does not exist yet: the caller creates it private). Another user
+    /// who owns it, or a group or others who may write it or one of its parents, could rename the
+    /// file or the directory away and put their own in its place, whatever the file's own mode
+    /// (ssh's `StrictModes`; see `StrictModes`). The path is followed: the directory is the
+    /// user's choice, and may be a link to one.
+    public static func unsafeDirectory(_ path: String) -> (reason: String, fix: String)? {
         var status = stat()
         guard stat(path, &status) == 0 else { return nil }
-        if status.st_uid != geteuid() { return "it is owned by user \(status.st_uid), not by this user (\(geteuid()))" }
+        let fix = "chmod 700 \(path), after checking that it is yours"
+        if status.st_uid != geteuid() { return ("it is owned by user \(status.st_uid), not by this user (\(geteuid()))", fix) }
         if status.st_mode & 0o022 != 0 {
-            return "its mode is \(String(status.st_mode & 0o777, radix: 8)): group or others may replace the files in it"
+            return ("its mode is \(String(status.st_mode & 0o777, radix: 8)): group or others may replace the files in it", fix)
+        }
+        if let parent = StrictModes.unsafeParent(of: path) {
+            return ("its parent \(parent.parent) \(parent.problem), who could swap the directory", parent.fix)
         }
         return nil
     }
