@@ -12,10 +12,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app, lane, burst, cluster, peers, network
+        case imaging, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, lane, burst, cluster, peers, network (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -39,6 +39,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .fetch: try await FetchBench.run(seconds: seconds)
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))
             case .app: try await HTTPBench.app(seconds: max(3, Int(seconds * 2)))
+            case .catalog: try await CatalogBench.run()
             case .lane: try await FastLaneBench.run(seconds: max(3, Int(seconds * 2)))
             case .burst: try await BurstBench.run(seconds: max(3, Int(seconds * 2)))
             case .cluster: try await ClusterBench.run(seconds: max(3, Int(seconds * 2)))

@@ -90,7 +90,10 @@ enum ImagingBench {
 
     /// The libvips shared library mapped into this process, as the peers report theirs.
     static func mappedLibvips() -> String? {
-        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
+        // Read to the end: /proc's files say they are empty, so a read of their size gets nothing.
+        guard let file = FileHandle(forReadingAtPath: "/proc/self/maps"), let data = try? file.readToEnd() else { return nil }
+        try? file.close()
+        let maps = String(decoding: data, as: UTF8.self)
         for line in maps.split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/") else { continue }
             let path = String(line[slash...])
