@@ -166,10 +166,10 @@ final class BodyRefusal: ChannelDuplexHandler, RemovableChannelHandler {
         if owed == 0, refused != nil { refuse(context) }
     }
 
-    /// Whether `head` says a body follows: a `Content-Length` other than 0, or any
-    /// `Transfer-Encoding` (NIO's decoder has refused what frames a body wrongly).
+    /// Whether `head` says a body follows: a `Content-Length` other than 0 (`00` too is none), or
+    /// any `Transfer-Encoding` (NIO's decoder has refused what frames a body wrongly).
     static func hasBody(_ head: HTTPRequestHead) -> Bool {
-        head.headers.contains(name: "transfer-encoding") || head.headers["content-length"].contains { $0 != "0" }
+        head.headers.contains(name: "transfer-encoding") || head.headers["content-length"].contains { Int($0) != 0 }
     }
 
     private func refuse(_ context: ChannelHandlerContext) {

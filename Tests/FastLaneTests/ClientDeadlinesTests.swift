@@ -105,7 +105,7 @@ import Testing
 
     /// Whether a head says a body follows.
     @Test(arguments: [
-        ([String](), false), (["Content-Length: 0"], false), (["Content-Length: 1"], true),
+        ([String](), false), (["Content-Length: 0"], false), (["Content-Length: 00"], false), (["Content-Length: 1"], true),
         (["Transfer-Encoding: chunked"], true), (["Transfer-Encoding: gzip, chunked"], true),
     ])
     func hasBody(fields: [String], expected: Bool) {
