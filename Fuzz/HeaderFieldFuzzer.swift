@@ -5,7 +5,8 @@
 // HTTPCaching (a response's `Cache-Control`, `Age`, HTTP dates, `ETag`; a request's
 // `If-None-Match` and `If-Modified-Since`; hex digests), the cache's stored form of a response's
 // headers (DiskEntry's cache header record), and the app's `Accept` negotiation (ServedFormat),
-// `Host`/`Origin` checks (AllowedHosts) and image route parser (ImageRoute).
+// `Host`/`Origin` checks (AllowedHosts) and image route parser (ImageRoute); and the gallery's
+// check of a feed request's nonce (FeedNonce).
 //
 // The input is read as text. Each line `name: value` is a response field, and the whole input
 // is also every single field value at once. A trap, an out-of-bounds access, or a broken promise
@@ -107,6 +108,12 @@ private func useAsRequestFields(_ text: String) {
     }
     if AllowedHosts.isSameOrigin(text[...], as: "127.0.0.1:8080") {
         expect(text.lowercased().hasPrefix("http"), "the same origin without a scheme")
+    }
+    // The gallery's check of a feed request's `EmojiArt-Feed-Nonce`: a well-formed nonce is
+    // 22 to 128 characters of base64url, so a signature base line made of it holds nothing else.
+    if FeedNonce.isWellFormed(text) {
+        expect((22...FeedNonce.maximumLength).contains(text.utf8.count), "a nonce of \(text.utf8.count) bytes")
+        expect(text.utf8.allSatisfy { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }, "a nonce outside base64url")
     }
 }
 

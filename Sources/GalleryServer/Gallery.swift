@@ -33,6 +33,7 @@ public enum Gallery {
         }
         let publication = try Publication(art: art, seed: configuration.seed, now: configuration.now)
         let (router, gallery) = try buildRouterAndController(configuration, publication: publication, metrics: metrics)
+        let origin = gallery.signer.origin
         let serverName = "EmojiArt-Gallery"
         let laneIsSafe = !configuration.faults.isActive && configuration.imageGate == nil
         let lane = configuration.fastLane && laneIsSafe
@@ -47,7 +48,12 @@ public enum Gallery {
                 )
             ),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
-            logger: logger, now: configuration.now, running: onServerRunning,
+            logger: logger, now: configuration.now,
+            running: { port in
+                // Port 0 is picked at bind: the feed names the address it is served at.
+                origin.bound(host: configuration.host, port: port)
+                await onServerRunning(port)
+            },
             revisions: configuration.revisionInterval.flatMap { $0 > .zero ? ($0, configuration.clock, publication) : nil }
         )
     }
@@ -72,7 +78,11 @@ public enum Gallery {
         let gallery = try GalleryController<BasicRequestContext>(
             publication: publication, metrics: metrics, faults: FaultInjector(configuration.faults),
             gate: configuration.imageGate, clock: configuration.clock, cacheControl: configuration.cacheControl,
-            signer: FeedSigner(key: configuration.signingKey, lifetime: configuration.signatureLifetime, now: configuration.now)
+            signer: FeedSigner(
+                key: configuration.signingKey, lifetime: configuration.signatureLifetime,
+                origin: GalleryOrigin(configured: configuration.publicOrigin, host: configuration.host, port: configuration.port),
+                now: configuration.now
+            )
         )
         router.addRoutes(gallery.endpoints, atPath: "/gallery")
         if let gate = configuration.imageGate {

@@ -59,6 +59,11 @@ public struct GalleryConfiguration: Sendable {
     /// descriptor limit less room for the disk cache and origin connections of an app in the same process
     /// (`ConnectionLimits.defaultMaxConnections`).
     public var maxConnections: Int?
+    /// The origin (`http://host:port`) the gallery's signed feed answers name as theirs (apps
+    /// compare it with the gallery they meant to ask); `nil` (the default) names the bound
+    /// address, ``host`` and the port bound. Set it when apps reach the gallery at another
+    /// address: a name, a public address, or `0.0.0.0` bound.
+    public var publicOrigin: String?
 
     /// The seed used when none is given: the same feed every start.
     public static let defaultSeed: UInt64 = 1_984

@@ -4,7 +4,8 @@ import RawStructuredFieldValues
 
 /// RFC 9421 HTTP Message Signatures with `ed25519`, for responses: the gallery signs its feed,
 /// the app verifies it. Only what EmojiArt needs: response components (`@status` and header
-/// fields), the parameters `created`, `expires`, `keyid` and `alg`; of several signatures on one
+/// fields), request fields named in a response's signature (`"<field>";req`, RFC 9421 §2.4),
+/// the parameters `created`, `expires`, `keyid` and `alg`; of several signatures on one
 /// message, only the one labelled ``label`` is used.
 ///
 /// The signature base, as RFC 9421 §2.5 builds it, one line per covered component and then the
@@ -15,39 +16,87 @@ import RawStructuredFieldValues
 /// "etag": "..."
 /// "content-type": application/json; charset=utf-8
 /// "content-digest": sha-256=:...:
-/// "@signature-params": ("@status" "etag" "content-type" "content-digest");created=...;expires=...;keyid="...";alg="ed25519"
+/// "emojiart-gallery-origin": http://127.0.0.1:8080
+/// "emojiart-feed-nonce";req: <the request's nonce>
+/// "@signature-params": ("@status" "etag" "content-type" "content-digest" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created=...;expires=...;keyid="...";alg="ed25519"
 /// ```
+///
+/// The last two bind the answer: to the gallery that gave it (``originField``) and to the
+/// request that asked for it (``FeedNonce``), so neither a recorded answer nor another
+/// gallery's is accepted.
 ///
 /// `Signature-Input` and `Signature` are RFC 8941 dictionaries, written and parsed with
 /// swift-http-structured-headers.
 public enum MessageSignature {
+    /// One covered component: a response's derived component (`@status`) or field, or, with
+    /// ``fromRequest``, a field of the request the response answers (`"<field>";req`).
+    public struct Component: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
+        /// The component's name: `@status`, or a lowercase field name.
+        public var name: String
+        /// Whether the field is the request's (`;req`), not the response's.
+        public var fromRequest: Bool
+
+        /// A component named `name`, of the response unless `fromRequest`.
+        public init(_ name: String, fromRequest: Bool = false) {
+            self.name = name
+            self.fromRequest = fromRequest
+        }
+
+        /// A response's component, by name.
+        public init(stringLiteral name: String) {
+            self.init(name)
+        }
+
+        /// The request's field `name`, as a response's signature covers it (`"name";req`).
+        public static func request(_ name: String) -> Component {
+            Component(name, fromRequest: true)
+        }
+
+        /// As `Signature-Input` writes it: `"name"` or `"name";req`.
+        public var description: String {
+            "\"\(name)\"" + (fromRequest ? ";req" : "")
+        }
+    }
+
+    /// The signed response field naming the gallery's public origin (`http://host:port`): the
+    /// app compares it with the origin it meant to ask (`--gallery-origin`), so a feed signed by
+    /// the same key for another gallery is refused. Not `@authority`: the gallery would sign
+    /// whatever `Host` a proxy forwards.
+    public static let originField = "emojiart-gallery-origin"
+    /// The request's nonce as a response's signature covers it: `"emojiart-feed-nonce";req`.
+    public static let requestNonce = Component.request(FeedNonce.field)
     /// What a 200's signature must cover for EmojiArt to accept it: the status, the type and the
-    /// digest of the body (so, through the digest, every byte of it). The gallery covers `etag`
-    /// too; a feed from a gallery that did not is still accepted.
-    public static let requiredComponents = ["@status", "content-type", "content-digest"]
+    /// digest of the body (so, through the digest, every byte of it), the gallery's origin and
+    /// the request's nonce. The gallery covers `etag` too; a feed from a gallery that did not is
+    /// still accepted.
+    public static let requiredComponents: [Component] = ["@status", "content-type", "content-digest", Component(originField), requestNonce]
     /// What a 304's signature must cover: the status and the `ETag` it confirms (a 304 has no
-    /// body, so no type or digest).
-    public static let requiredNotModifiedComponents = ["@status", "etag"]
+    /// body, so no type or digest), the gallery's origin and the request's nonce.
+    public static let requiredNotModifiedComponents: [Component] = ["@status", "etag", Component(originField), requestNonce]
     /// The label EmojiArt signs under, and the only one it verifies: other signatures on the
     /// same answer (a proxy's, say) are ignored.
     public static let label = "feed"
     /// The longest lifetime (`expires - created`) a signature may claim: 24 hours.
     public static let maximumLifetime: TimeInterval = 86_400
-    /// The most components a signature may cover: the gallery covers 4. Each covered field is a
+    /// The most components a signature may cover: the gallery covers 6. Each covered field is a
     /// line of the signature base, so a forged list naming one long field thousands of times
     /// made a base of 180 MB, built before the signature could be checked.
     public static let maximumCoveredComponents = 16
 
     /// What a signature on an answer with `status` must cover: ``requiredNotModifiedComponents``
     /// for a 304, ``requiredComponents`` otherwise.
-    public static func requiredComponents(forStatus status: Int) -> [String] {
+    public static func requiredComponents(forStatus status: Int) -> [Component] {
         status == 304 ? requiredNotModifiedComponents : requiredComponents
     }
 
-    /// What the gallery covers when it signs an answer with `status`: `@status` and `etag`, and
-    /// for anything but a 304 also `content-type` and `content-digest`.
-    public static func signedComponents(forStatus status: Int) -> [String] {
-        status == 304 ? requiredNotModifiedComponents : ["@status", "etag", "content-type", "content-digest"]
+    /// What the gallery covers when it signs an answer with `status`: `@status`, `etag` and the
+    /// origin field, for anything but a 304 also `content-type` and `content-digest`, and, when
+    /// `bound` (the request sent a nonce), the request's nonce.
+    public static func signedComponents(forStatus status: Int, bound: Bool = true) -> [Component] {
+        let response: [Component] = status == 304
+            ? ["@status", "etag", Component(originField)]
+            : ["@status", "etag", "content-type", "content-digest", Component(originField)]
+        return response + (bound ? [requestNonce] : [])
     }
 
     /// The two header fields of a signature.
@@ -61,11 +110,14 @@ public enum MessageSignature {
     /// Signs a response.
     /// - Parameters:
     ///   - field: the value of each covered header field (lowercase name).
-    ///   - components: what the signature covers; by default ``signedComponents(forStatus:)``.
+    ///   - requestField: the value of each covered field of the request answered (lowercase
+    ///     name); none by default.
+    ///   - components: what the signature covers; by default ``signedComponents(forStatus:bound:)``,
+    ///     bound when the request has a ``FeedNonce/field``.
     ///   - keyID: the signing key's fingerprint (its JWK thumbprint).
     ///   - label: the signature's label; ``label`` unless a test signs as someone else.
     public static func sign(
-        status: Int, field: (String) -> String?, components: [String]? = nil,
+        status: Int, field: (String) -> String?, requestField: (String) -> String? = { _ in nil }, components: [Component]? = nil,
         key: SigningKey, keyID: String, created: Date, expires: Date, label: String = label
     ) throws(SignatureFailure) -> Fields {
         guard let createdSeconds = Int64(exactly: created.timeIntervalSince1970.rounded(.down)),
@@ -78,11 +130,11 @@ public enum MessageSignature {
             "alg": .string("ed25519"),
         ]
         var items = BareInnerList()
-        for component in components ?? signedComponents(forStatus: status) {
-            items.append(Item(bareItem: RFC9651BareItem.string(component), parameters: [:]))
+        for component in components ?? signedComponents(forStatus: status, bound: requestField(FeedNonce.field) != nil) {
+            items.append(Item(bareItem: RFC9651BareItem.string(component.name), parameters: component.fromRequest ? ["req": .bool(true)] : [:]))
         }
         let covered = InnerList(bareInnerList: items, parameters: parameters)
-        let base = try signatureBase(status: status, field: field, covered: covered)
+        let base = try signatureBase(status: status, field: field, requestField: requestField, covered: covered)
         guard let signature = try? key.privateKey.signature(for: Data(base.utf8)) else { throw .badSignature }
         var serializer = StructuredFieldValueSerializer()
         guard let input = try? serializer.writeDictionaryFieldValue([label: .innerList(covered)]),
@@ -101,6 +153,8 @@ public enum MessageSignature {
         public var created: Date
         /// `expires`.
         public var expires: Date
+        /// What the signature covers, in order.
+        public var components: [Component]
         let covered: InnerList
         let signature: Data
     }
@@ -109,7 +163,9 @@ public enum MessageSignature {
     /// with `ed25519`, covering ``requiredComponents(forStatus:)``, with `keyid`, `created` and
     /// `expires`. Signatures under other labels are ignored, so one a proxy adds does not hide
     /// the gallery's.
-    /// - Throws: ``SignatureFailure/missingSignature(_:)`` saying what is missing.
+    /// - Throws: ``SignatureFailure/unboundAnswer`` for a signature that does not cover the
+    ///   request's nonce (a gallery too old to bind its answers), else
+    ///   ``SignatureFailure/missingSignature(_:)`` saying what is missing.
     public static func received(status: Int, field: (String) -> String?) throws(SignatureFailure) -> Received {
         guard let inputField = field("signature-input"), let signatureField = field("signature") else {
             throw .missingSignature("no Signature-Input and Signature fields")
@@ -129,15 +185,28 @@ public enum MessageSignature {
         guard covered.bareInnerList.count <= maximumCoveredComponents else {
             throw .missingSignature("the \(label) signature covers \(covered.bareInnerList.count) components, more than the \(maximumCoveredComponents) read")
         }
-        let names = covered.bareInnerList.compactMap { item -> String? in
-            if case let .string(name) = item.rfc9651BareItem { name } else { nil }
+        var components: [Component] = []
+        for item in covered.bareInnerList {
+            guard case let .string(name) = item.rfc9651BareItem else {
+                throw .missingSignature("the \(label) signature covers a component that is not a string")
+            }
+            let parameters = item.rfc9651Parameters
+            if parameters.count == 0 {
+                components.append(Component(name))
+            } else if parameters.count == 1, case .bool(true)? = parameters["req"], !name.hasPrefix("@") {
+                components.append(.request(name))
+            } else {
+                throw .missingSignature("the \(label) signature covers a component EmojiArt does not know (\(name) with parameters)")
+            }
         }
-        guard Set(names).count == names.count else {
+        guard Set(components).count == components.count else {
             throw .missingSignature("the \(label) signature covers a component more than once")
         }
+        // First: a gallery that does not bind its answers to requests is too old, whatever else.
+        guard components.contains(requestNonce) else { throw .unboundAnswer }
         let required = requiredComponents(forStatus: status)
-        guard Set(required).isSubset(of: names) else {
-            throw .missingSignature("the \(label) signature does not cover \(required.joined(separator: ", "))")
+        guard Set(required).isSubset(of: components) else {
+            throw .missingSignature("the \(label) signature does not cover \(required.map(\.description).joined(separator: " "))")
         }
         let parameters = covered.rfc9651Parameters
         guard case .string("ed25519")? = parameters["alg"] else { throw .missingSignature("the \(label) signature is not made with alg ed25519") }
@@ -147,18 +216,21 @@ public enum MessageSignature {
         else { throw .missingSignature("the \(label) signature lacks keyid, created or expires") }
         return Received(
             keyID: keyID, created: Date(timeIntervalSince1970: TimeInterval(created)),
-            expires: Date(timeIntervalSince1970: TimeInterval(expires)), covered: covered, signature: signature
+            expires: Date(timeIntervalSince1970: TimeInterval(expires)), components: components, covered: covered, signature: signature
         )
     }
 
     /// Checks a received signature: its dates at `now` (allowing `skew` for clocks that differ:
     /// not made in the future, not expired, a lifetime of at most `maximumLifetime`), then the
-    /// signature over the fields as received.
+    /// signature over the fields as received and, for the request's components, the fields of
+    /// the request as this side sent it (`requestField`): the signature base is rebuilt from
+    /// this side's own request, never from what the answer says it was.
     /// - Throws: ``SignatureFailure/notYetValid(created:now:)``,
     ///   ``SignatureFailure/lifetimeTooLong(seconds:maximum:)``,
     ///   ``SignatureFailure/expired(expires:now:)`` or ``SignatureFailure/badSignature``.
     public static func verify(
-        _ received: Received, status: Int, field: (String) -> String?, key: Curve25519.Signing.PublicKey,
+        _ received: Received, status: Int, field: (String) -> String?, requestField: (String) -> String?,
+        key: Curve25519.Signing.PublicKey,
         now: Date, skew: TimeInterval = 60, maximumLifetime: TimeInterval = maximumLifetime
     ) throws(SignatureFailure) {
         if received.created.timeIntervalSince(now) > skew { throw .notYetValid(created: received.created, now: now) }
@@ -170,20 +242,34 @@ public enum MessageSignature {
             throw .lifetimeTooLong(seconds: seconds, maximum: Int64(maximumLifetime))
         }
         if now.timeIntervalSince(received.expires) > skew { throw .expired(expires: received.expires, now: now) }
-        let base = try signatureBase(status: status, field: field, covered: received.covered)
+        let base = try signatureBase(status: status, field: field, requestField: requestField, covered: received.covered)
         guard key.isValidSignature(received.signature, for: Data(base.utf8)) else { throw .badSignature }
     }
 
-    /// The RFC 9421 signature base for a response.
-    static func signatureBase(status: Int, field: (String) -> String?, covered: InnerList) throws(SignatureFailure) -> String {
+    /// The RFC 9421 signature base for a response to a request whose fields are `requestField`.
+    static func signatureBase(
+        status: Int, field: (String) -> String?, requestField: (String) -> String?, covered: InnerList
+    ) throws(SignatureFailure) -> String {
         var lines: [String] = []
         for item in covered.bareInnerList {
-            guard case let .string(name) = item.rfc9651BareItem, item.rfc9651Parameters.count == 0 else {
+            guard case let .string(name) = item.rfc9651BareItem else {
+                throw .missingSignature("a covered component EmojiArt does not know")
+            }
+            let parameters = item.rfc9651Parameters
+            let fromRequest: Bool
+            if parameters.count == 0 {
+                fromRequest = false
+            } else if parameters.count == 1, case .bool(true)? = parameters["req"] {
+                fromRequest = true
+            } else {
                 throw .missingSignature("a covered component EmojiArt does not know")
             }
             switch name {
-            case "@status":
+            case "@status" where !fromRequest:
                 lines.append("\"@status\": \(status)")
+            case _ where !name.hasPrefix("@") && fromRequest:
+                guard let value = requestField(name) else { throw .missingSignature("the request has no \(name) field to cover") }
+                lines.append("\"\(name)\";req: \(value.trimmingCharacters(in: .whitespaces))")
             case _ where !name.hasPrefix("@"):
                 guard let value = field(name) else { throw .missingSignature("the response has no \(name) field to cover") }
                 lines.append("\"\(name)\": \(value.trimmingCharacters(in: .whitespaces))")

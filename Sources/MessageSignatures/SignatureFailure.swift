@@ -35,6 +35,20 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
     /// among those the trust file recorded): it was changed on disk, or stored by an older
     /// build. It is not used.
     case storedFeedUnknown(gallery: String)
+    /// The signature does not cover the request's nonce (`"emojiart-feed-nonce";req`): the
+    /// answer is not bound to the request it answers, so it could be a recorded one. Galleries
+    /// sign every answer to a request with a nonce over it; one that does not is too old.
+    case unboundAnswer
+    /// The answer says it was signed for the nonce `answered`, not the `sent` one of this
+    /// request: a recorded answer replayed. Reported as `replayed`.
+    case notForThisRequest(sent: String, answered: String)
+    /// The signed origin field names `offered`, not the gallery this app asks (`expected`,
+    /// `--gallery-origin`): another gallery's feed, signed with the same key.
+    case wrongGallery(expected: String, offered: String)
+    /// The feed stored for `gallery` is one this machine authenticated, but not the newest it
+    /// accepted from that origin and key: offline (or without a confirmation), an older
+    /// catalog is not used.
+    case storedFeedSuperseded(gallery: String)
 
     /// A short, stable name for metrics labels: `bad_signature`, `expired`, ...
     public var reason: String {
@@ -53,6 +67,10 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
         case .etagMismatch: "etag_mismatch"
         case .trustStore: "trust_store"
         case .storedFeedUnknown: "stored_feed_unknown"
+        case .unboundAnswer: "unbound_answer"
+        case .notForThisRequest: "replayed"
+        case .wrongGallery: "wrong_gallery"
+        case .storedFeedSuperseded: "stored_feed_superseded"
         }
     }
 
@@ -86,6 +104,14 @@ public enum SignatureFailure: Error, Sendable, Hashable, CustomStringConvertible
             "the trusted gallery keys could not be used: \(detail)"
         case let .storedFeedUnknown(gallery):
             "the stored catalog of \(gallery) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"
+        case .unboundAnswer:
+            "the gallery's answer is not bound to this request (its signature does not cover the request's \(FeedNonce.field) field): the gallery is too old for this app, or the answer was recorded for another request; upgrade the gallery"
+        case let .notForThisRequest(sent, answered):
+            "the gallery's answer was signed for another request (nonce \(answered.prefix(48)), not this request's \(sent)): a recorded answer was replayed; nothing from it is used"
+        case let .wrongGallery(expected, offered):
+            "the feed is signed for the gallery at \(offered.prefix(200)), not \(expected): another gallery's feed (signed with the same key) was handed out in its place; if \(expected) is not the gallery's public origin, pass --gallery-origin"
+        case let .storedFeedSuperseded(gallery):
+            "the stored catalog of \(gallery) is older than the newest feed this machine authenticated from it: it is not used; run once with the gallery reachable"
         }
     }
 

@@ -19,6 +19,13 @@ struct AppCommand: AsyncParsableCommand {
     @OptionGroup var cache: CacheOptions
     @OptionGroup var answers: AnswerOptions
 
+    @Option(help: ArgumentHelp("Ask the gallery whether its feed changed at most once per S seconds, however many catalog loads ask; no field of the gallery's answers lengthens or shortens it.", valueName: "seconds"))
+    var feedCheckInterval: Int = 30
+
+    func validate() throws {
+        guard (0...86_400).contains(feedCheckInterval) else { throw ValidationError("--feed-check-interval must be 0 to 86400 seconds, got \(feedCheckInterval)") }
+    }
+
     func run() async throws {
         var configuration = AppConfiguration(
             host: server.host, port: server.port, galleryURL: client.galleryURL, concurrency: client.concurrency,
@@ -28,6 +35,8 @@ struct AppCommand: AsyncParsableCommand {
         )
         configuration.idleTimeout = server.idleTime
         (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
+        configuration.galleryOrigin = client.expectedOrigin
+        configuration.feedCheckInterval = .seconds(feedCheckInterval)
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

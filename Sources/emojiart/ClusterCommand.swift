@@ -191,6 +191,8 @@ extension ClusterCommand {
             app.executableURL = executable
             app.arguments = [
                 "app", "--port", "\(instancePort)", "--gallery", URL.origin(host: "127.0.0.1", port: edge.shieldPort),
+                // The shield passes the gallery's signed answers on: they name the gallery itself.
+                "--gallery-origin", URL.origin(host: "127.0.0.1", port: edge.galleryPort),
                 "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
                 // The edge passes on the Host people open it by: its own address.

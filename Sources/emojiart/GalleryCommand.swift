@@ -77,7 +77,11 @@ struct GalleryCommand: AsyncParsableCommand {
     @Flag(help: "Hold every image request until it is released through POST /gallery/test/release?count=N (for tests).")
     var holdImages = false
 
+    @Option(help: ArgumentHelp("The origin apps reach this gallery at, e.g. https://gallery.example: every signed feed answer names it, and apps refuse a feed naming another gallery (their --gallery-origin). Default: the bound address, http://HOST:PORT.", valueName: "url"))
+    var publicOrigin: String?
+
     func validate() throws {
+        if let publicOrigin { _ = try galleryOrigin(publicOrigin, option: "--public-origin") }
         guard latency >= 0 else { throw ValidationError("--latency must be >= 0 ms") }
         guard maxAge >= 0 else { throw ValidationError("--max-age must be >= 0 seconds") }
         if let reviseEvery, reviseEvery < 0 { throw ValidationError("--revise-every must be >= 0 seconds") }
@@ -111,6 +115,7 @@ struct GalleryCommand: AsyncParsableCommand {
         )
         configuration.idleTimeout = server.idleTime
         (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
+        configuration.publicOrigin = try publicOrigin.map { try galleryOrigin($0, option: "--public-origin") }
         return configuration
     }
 

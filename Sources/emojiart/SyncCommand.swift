@@ -20,7 +20,7 @@ struct SyncCommand: AsyncParsableCommand {
         await database.setUp()
         let model = EmojiArtModel(
             galleryURL: client.galleryURL, database: database, concurrency: client.concurrency, trust: client.trust,
-            offline: client.offline
+            offline: client.offline, galleryOrigin: client.expectedOrigin
         )
         let tty = isatty(STDOUT_FILENO) == 1
         let lastDecile = LockedCounter()

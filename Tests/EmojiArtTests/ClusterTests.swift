@@ -486,14 +486,25 @@ final class RunningCluster: Sendable {
     @Test func theFeedsSignedAnswersPassTheShieldEndToEnd304sIncluded() async throws {
         let cluster = try await RunningCluster()
         do {
-            // At the shield: the signed feed, and for its ETag a signed 304, as the gallery sent them.
-            let feed = try await cluster.get(cluster.shield + "/gallery/images")
-            #expect(feed.status == 200 && feed.headers.first(name: "signature-input")?.hasPrefix("feed=") == true)
+            // At the shield: the signed feed, and for its ETag a signed 304, as the gallery sent them,
+            // each for its own request (its nonce) and naming the gallery itself: the shield caches
+            // no feed answer, so a second request is signed for its own nonce, not given the first's.
+            let nonces = ["AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB"]
+            let feed = try await cluster.get(cluster.shield + "/gallery/images", headers: [("EmojiArt-Feed-Nonce", nonces[0])])
+            #expect(feed.status == 200 && feed.headers.first(name: "signature-input")?.contains(#""emojiart-feed-nonce";req"#) == true)
+            #expect(feed.headers.first(name: "emojiart-feed-nonce") == nonces[0])
+            #expect(feed.headers.first(name: "emojiart-gallery-origin") == cluster.gallery, "the gallery's origin, not the shield's")
+            let second = try await cluster.get(cluster.shield + "/gallery/images", headers: [("EmojiArt-Feed-Nonce", nonces[1])])
+            #expect(second.headers.first(name: "emojiart-feed-nonce") == nonces[1], "not a cached answer")
+            #expect(second.headers.first(name: "signature") != feed.headers.first(name: "signature"))
             let etag = try #require(feed.headers.first(name: "etag"))
-            let notModified = try await cluster.get(cluster.shield + "/gallery/images", headers: [("If-None-Match", etag)])
+            let notModified = try await cluster.get(
+                cluster.shield + "/gallery/images", headers: [("If-None-Match", etag), ("EmojiArt-Feed-Nonce", nonces[1])]
+            )
             #expect(notModified.status == 304, "the shield passes the conditional on")
-            #expect(notModified.headers.first(name: "signature-input")?.hasPrefix(#"feed=("@status" "etag")"#) == true)
+            #expect(notModified.headers.first(name: "signature-input")?.hasPrefix(#"feed=("@status" "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req)"#) == true)
             #expect(notModified.headers.first(name: "signature") != nil && notModified.headers.first(name: "etag") == etag)
+            #expect(notModified.headers.first(name: "emojiart-feed-nonce") == nonces[1])
 
             // Through the cluster: loading the catalog revalidates the instance's feed through the
             // shield, a signed 304 it accepts: the gallery sends no feed body, the page has no notice.

@@ -88,11 +88,18 @@ import TestSupport
     @Test func trustOnFirstUseThenARotatedKeyIsRefusedUntilTrusted() async throws {
         let cache = TemporaryDirectory()
         let rotated = SigningKey()
-        try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0), onServerRunning: $0) }) { first in
-            try await withLiveServer({ try await Gallery.buildApplication(.init(port: 0, signingKey: rotated), onServerRunning: $0) }) { second in
+        // One gallery before and after it rotated its key: one public origin, two servers.
+        let origin = "http://gallery.test:8080"
+        func gallery(_ key: SigningKey) -> GalleryConfiguration {
+            var configuration = GalleryConfiguration(port: 0, signingKey: key)
+            configuration.publicOrigin = origin
+            return configuration
+        }
+        try await withLiveServer({ try await Gallery.buildApplication(gallery(SigningKey()), onServerRunning: $0) }) { first in
+            try await withLiveServer({ try await Gallery.buildApplication(gallery(rotated), onServerRunning: $0) }) { second in
                 let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:\(first)")!)
                 try await proxy.run { proxyURL in
-                    let sync = ["sync", "--gallery", proxyURL.absoluteString, "--cache-dir", cache.url.path]
+                    let sync = ["sync", "--gallery", proxyURL.absoluteString, "--gallery-origin", origin, "--cache-dir", cache.url.path]
                     let learnt = try await run(sync)
                     #expect(learnt.status == 0, "\(learnt.output)")
                     #expect(learnt.output.contains("first contact with this gallery"))

@@ -4,6 +4,7 @@ import EmojiArtApp
 import Foundation
 import GalleryFeed
 import GalleryServer
+import HTTPCaching
 import Hummingbird
 import HummingbirdTesting
 import ImageCache
@@ -26,10 +27,13 @@ import TestSupport
             #expect(jwk.thumbprint == testGalleryKey.fingerprint)
             #expect(try jwk.publicKey().rawRepresentation == testGalleryKey.privateKey.publicKey.rawRepresentation)
 
-            let feed = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(30))
+            var request = HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images")
+            request.headers.add(name: "EmojiArt-Feed-Nonce", value: FeedNonce.make())
+            let feed = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
             let body = try await feed.body.collect(upTo: 1_000_000)
             let input = try #require(feed.headers.first(name: "signature-input"))
-            #expect(input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest");created="#))
+            #expect(input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created="#))
+            #expect(feed.headers.first(name: "emojiart-gallery-origin") == galleryURL.originKey)
             #expect(input.contains(#"keyid="\#(jwk.thumbprint)""#) && input.contains(#"alg="ed25519""#) && input.contains(";expires="))
             #expect(feed.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: body.readableBytesView))
 
@@ -54,7 +58,7 @@ import TestSupport
             let entry = url.replacingOccurrences(of: "PORT", with: "\(elsewhereURL.port ?? 0)")
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
             try await proxy.inFrontOfGallery { proxyURL, database in
-                let model = makeModel(proxyURL, database)
+                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 try await model.loadImages()
                 let listed = await model.imageFeed
                 let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
@@ -75,7 +79,7 @@ import TestSupport
     @Test func aFeedListingMoreEntriesThanTheAppTakesIsRefused() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
         try await proxy.inFrontOfGallery { proxyURL, database in
-            let model = makeModel(proxyURL, database)
+            let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
             let listed = try await model.loadImages()
             let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
             let stored = try #require(await database.cachedImage(forKey: storedKey))
@@ -98,7 +102,7 @@ import TestSupport
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
             proxy.attack(.redirectImages(to: elsewhereURL.appendingPathComponent("images/internal")))
             try await proxy.inFrontOfGallery { proxyURL, database in
-                let model = makeModel(proxyURL, database)
+                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
@@ -130,7 +134,7 @@ import TestSupport
         try await withGallery { galleryURL, database in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
+                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                 guard case let .unauthenticatedFeed(_, failure)? = error else {
                     Issue.record("expected unauthenticatedFeed, got \(String(describing: error))")
@@ -169,7 +173,7 @@ import TestSupport
         try await withGallery { galleryURL, database in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
+                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 #expect(model.feedRefusal.value?.reason == "missing_signature")
                 // Port 1: nothing answers the proxy's requests for the gallery now (a 502 from it).
@@ -216,7 +220,7 @@ import TestSupport
         try await withGallery { galleryURL, database in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database)
+                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.mismatched == 3 && progress.verified == 75)
@@ -241,24 +245,29 @@ import TestSupport
         let other = SigningKey()
         let directory = TemporaryDirectory()
         let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
-        let rotated = GalleryConfiguration(port: 0, signingKey: other)
         try await withGallery { galleryURL, _ in
+            // The same gallery after it rotated its key: another server, the same public origin.
+            let galleryOrigin = galleryURL.originKey
+            var rotated = GalleryConfiguration(port: 0, signingKey: other)
+            rotated.publicOrigin = galleryOrigin
             try await withLiveServer({ try await Gallery.buildApplication(rotated, onServerRunning: $0) }) { rotatedPort in
                 let proxy = TamperingProxy(upstream: galleryURL)
                 try await proxy.run { proxyURL in
                     // First contact: the key is learnt and remembered, and said so.
-                    let first = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    let first = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     try await first.loadImages()
                     #expect(first.feedKey.value == .init(fingerprint: testGalleryKey.fingerprint, trustedOnFirstUse: true))
                     #expect(try store.key(for: proxyURL)?.thumbprint == testGalleryKey.fingerprint)
-                    let again = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    let again = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     try await again.loadImages()
                     #expect(again.feedKey.value?.trustedOnFirstUse == false)
 
                     // The same URL now answers with another key: refused, naming both keys and the
                     // way out; the stored catalog is shown, marked as not re-authenticated.
                     proxy.route(to: URL(string: "http://127.0.0.1:\(rotatedPort)")!)
-                    let refused = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    let refused = EmojiArtModel(
+                        galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin, feedCheckInterval: .zero
+                    )
                     await refused.loadAndVerify()
                     #expect(refused.phase.value == .ready, "the stored catalog is shown")
                     let failure = SignatureFailure.changedKey(trusted: testGalleryKey.fingerprint, offered: other.fingerprint)
@@ -274,13 +283,13 @@ import TestSupport
                     // With nothing stored, the refusal is the whole answer.
                     let emptyDirectory = TemporaryDirectory()
                     let empty = ImageDatabase(configuration: .init(directory: emptyDirectory.url, synchronizesWrites: false))
-                    let nothingStored = EmojiArtModel(galleryURL: proxyURL, database: empty, trust: .firstUse(store))
+                    let nothingStored = EmojiArtModel(galleryURL: proxyURL, database: empty, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     let error = await #expect(throws: EmojiArtModel.Error.self) { try await nothingStored.loadImages() }
                     #expect(error == .unauthenticatedFeed(url: proxyURL.absoluteString + "/gallery/images", failure: failure))
 
                     // Trusting the new key (what `emojiart trust` does) lets it through.
                     try store.trust(try await GalleryKeys.published(by: proxyURL), for: proxyURL)
-                    let trusted = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                    let trusted = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     #expect(try await trusted.loadImages().count == 87)
                     #expect(trusted.feedKey.value?.fingerprint == other.fingerprint)
                     // The app that was refused, asking again: the same feed, now under the new key,

@@ -153,8 +153,12 @@ import TestSupport
                 func thumbnail(_ piece: Int) async throws -> [UInt8] {
                     try await client.execute(uri: "/thumbs/\(piece)", method: .get) { [UInt8](buffer: $0.body) }
                 }
-                // An unchanged feed: the catalog as it was, for one 304.
+                // An unchanged feed: the catalog as it was, for one 304 once the feed check
+                // interval (30 s on the app's clock) is over.
                 let before = try await counts(gallery)
+                try await client.execute(uri: "/", method: .get) { _ in }
+                #expect(try await counts(gallery).requests["/gallery/images 304"] == before.requests["/gallery/images 304"], "within the interval")
+                clock.advance(by: 30)
                 try await client.execute(uri: "/", method: .get) { response in
                     #expect(String(buffer: response.body).contains("78 verified"))
                 }
@@ -168,7 +172,8 @@ import TestSupport
                 var old: [Int: [UInt8]] = [:]
                 for piece in revised { old[piece] = try await thumbnail(piece) }
 
-                // The next load of the catalog finds the new feed and verifies it again.
+                // The next load of the catalog after the interval finds the new feed and verifies it again.
+                clock.advance(by: 30)
                 try await client.execute(uri: "/", method: .get) { response in
                     #expect(String(buffer: response.body).contains("Verifying"))
                 }

@@ -60,9 +60,19 @@ func testTrustStore() -> TrustStore {
 /// writes the machine's trust file, and no test sees the newest signature another accepted.
 var testGalleryTrust: GalleryTrust { .pinned(fingerprint: testGalleryKey.fingerprint, store: testTrustStore()) }
 
-/// A model of the gallery at `galleryURL` that trusts the test galleries' key.
-func makeModel(_ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8) -> EmojiArtModel {
-    EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust)
+/// A model of the gallery at `galleryURL` that trusts the test galleries' key; its feed must
+/// name `galleryOrigin` (by default the origin of `galleryURL`; a proxy's tests pass the
+/// gallery's behind it, as `--gallery-origin` does). Catalog loads check the feed each time
+/// (a `feedCheckInterval` of zero): the tests of what a check does are not about how often;
+/// `FeedCheckIntervalTests` hold the model's own default.
+func makeModel(
+    _ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8, galleryOrigin: String? = nil,
+    feedCheckInterval: Duration = .zero
+) -> EmojiArtModel {
+    EmojiArtModel(
+        galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust, galleryOrigin: galleryOrigin,
+        feedCheckInterval: feedCheckInterval
+    )
 }
 
 /// A real app server on 127.0.0.1:0 (fast lane on unless `fastLane` is false, text compressed as

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Crypto
 import EmojiArtApp
 import Foundation
+import HTTPCaching
 import HTTPTypes
 import Hummingbird
 import ImageCache
@@ -33,7 +34,8 @@ final class TamperingProxy: Sendable {
         /// Answers every feed request `304 Not Modified`, unsigned, with the `ETag` asked for.
         case notModifiedUnsigned
         /// Answers every feed request `304 Not Modified` with the `ETag` asked for (or `etag`),
-        /// signed over `@status` and `etag` by `key`.
+        /// signed by `key` as a gallery signs one, for the request (its nonce) and the gallery
+        /// behind: a hostile gallery, with its own key.
         case notModifiedSigned(by: SigningKey, etag: String? = nil)
         /// Passes everything through but drops the signature of the feed's 304s: a gallery from
         /// before 304s were signed.
@@ -51,6 +53,12 @@ final class TamperingProxy: Sendable {
         case beforeKey(@Sendable () throws -> Void)
         /// Passes everything through, each feed request once `gate` opens.
         case holdFeed(Gate)
+        /// Answers a conditional feed request with the last signed 304 the gallery gave, and
+        /// any other with the last signed 200, as they were recorded: genuine answers replayed.
+        case replayRecorded
+        /// Passes everything through, and sets the feed answers' `Cache-Control` to `value`
+        /// (`no-store`, a long `max-age`): a field the signature does not cover.
+        case feedCacheControl(String)
     }
 
     /// Feed requests received.
@@ -63,6 +71,17 @@ final class TamperingProxy: Sendable {
     private let state: Mutex<(upstream: URL, attack: Attack)>
     /// Every feed 200 passed on, as it was: status, fields and body.
     private let recordedFeeds = Mutex<[(headers: HTTPHeaders, body: [UInt8])]>([])
+    /// The fields of every feed 304 passed on, as they were.
+    private let recordedNotModified = Mutex<[HTTPHeaders]>([])
+
+    /// Signed feed answers recorded so far: 200s and 304s.
+    var recorded: (feeds: Int, notModified: Int) {
+        (recordedFeeds.withLock { $0.count }, recordedNotModified.withLock { $0.count })
+    }
+
+    /// The origin of the gallery behind: what an app that knows it is asking through this proxy
+    /// passes as its gallery's origin (`--gallery-origin`).
+    var galleryOrigin: String { state.withLock { $0.upstream.originKey } }
 
     init(upstream: URL, attack: Attack = .none) {
         state = Mutex((upstream, attack))
@@ -100,14 +119,18 @@ final class TamperingProxy: Sendable {
         let isFeed = request.uri.path == "/gallery/images"
         if isFeed { feedRequestCount.withLock { $0 += 1 } }
         let asked = request.headers[.ifNoneMatch]
+        let nonce = request.headers[Self.nonceField]
         switch attack {
         case .notModifiedUnsigned where isFeed:
             return Response(status: .notModified, headers: [.eTag: asked ?? "\"forged\"", .cacheControl: "no-cache"])
         case let .notModifiedSigned(key, etag) where isFeed:
-            var fields: HTTPFields = [.eTag: etag ?? asked ?? "\"forged\"", .cacheControl: "no-cache"]
+            var fields: HTTPFields = [
+                .eTag: etag ?? asked ?? "\"forged\"", .cacheControl: "no-cache", Self.originField: upstream.originKey,
+            ]
             let signed = fields
             let signature = try MessageSignature.sign(
-                status: 304, field: { name in HTTPField.Name(name).flatMap { signed[$0] } }, key: key, keyID: key.fingerprint,
+                status: 304, field: { name in HTTPField.Name(name).flatMap { signed[$0] } },
+                requestField: { $0 == FeedNonce.field ? nonce : nil }, key: key, keyID: key.fingerprint,
                 created: Date(), expires: Date().addingTimeInterval(3600)
             )
             fields[HTTPField.Name("Signature-Input")!] = signature.signatureInput
@@ -121,10 +144,16 @@ final class TamperingProxy: Sendable {
             return Response(status: .found, headers: [.location: target.absoluteString, .contentLength: "0"])
         case .replayFirstFeed where isFeed:
             if let first = recordedFeeds.withLock({ $0.first }) { return Self.response(status: 200, headers: first.headers, body: first.body) }
+        case .replayRecorded where isFeed && asked != nil:
+            if let last = recordedNotModified.withLock({ $0.last }) { return Self.response(status: 304, headers: last, body: []) }
+        case .replayRecorded where isFeed:
+            if let last = recordedFeeds.withLock({ $0.last }) { return Self.response(status: 200, headers: last.headers, body: last.body) }
         default:
             break
         }
         var upstreamRequest = HTTPClientRequest(url: upstream.absoluteString + request.uri.string)
+        // The app's nonce passes on, as any proxy passes a request's fields.
+        if let nonce { upstreamRequest.headers.add(name: "EmojiArt-Feed-Nonce", value: nonce) }
         // Conditionals pass on, so the gallery answers 304s through the proxy; not for the
         // attacks on a feed's body, which need the whole feed to alter.
         let altersBodies = switch attack {
@@ -139,7 +168,10 @@ final class TamperingProxy: Sendable {
         var body = [UInt8](buffer: try await response.body.collect(upTo: 8 * 1024 * 1024))
         var headers = response.headers
         if isFeed, response.status == .ok { recordedFeeds.withLock { $0.append((headers, body)) } }
+        if isFeed, response.status == .notModified { recordedNotModified.withLock { $0.append(headers) } }
         switch attack {
+        case let .feedCacheControl(value) where isFeed:
+            headers.replaceOrAdd(name: "Cache-Control", value: value)
         case .unsignedNotModifiedThrough where isFeed && response.status == .notModified:
             headers.remove(name: "Signature")
             headers.remove(name: "Signature-Input")
@@ -177,8 +209,8 @@ final class TamperingProxy: Sendable {
             headers.replaceOrAdd(name: "Content-Digest", value: ContentDigest.fieldValue(for: body))
             let fields = headers
             let signature = try MessageSignature.sign(
-                status: 200, field: { fields[$0].first }, key: key, keyID: key.fingerprint,
-                created: Date(), expires: Date().addingTimeInterval(3600)
+                status: 200, field: { fields[$0].first }, requestField: { $0 == FeedNonce.field ? nonce : nil },
+                key: key, keyID: key.fingerprint, created: Date(), expires: Date().addingTimeInterval(3600)
             )
             headers.replaceOrAdd(name: "Signature-Input", value: signature.signatureInput)
             headers.replaceOrAdd(name: "Signature", value: signature.signature)
@@ -187,6 +219,9 @@ final class TamperingProxy: Sendable {
         }
         return Self.response(status: Int(response.status.code), headers: headers, body: body)
     }
+
+    static let nonceField = HTTPField.Name("EmojiArt-Feed-Nonce")!
+    static let originField = HTTPField.Name("EmojiArt-Gallery-Origin")!
 
     /// The answer passed on: `headers` but their framing, and `body`.
     private static func response(status: Int, headers: HTTPHeaders, body: [UInt8]) -> Response {

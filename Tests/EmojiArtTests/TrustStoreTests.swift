@@ -1,5 +1,6 @@
 import EmojiArtApp
 import Foundation
+import HTTPCaching
 import ImageCache
 import MessageSignatures
 import Testing
@@ -23,7 +24,7 @@ import TestSupport
         let error = #expect(throws: TrustStore.Failure.self) { try store.key(for: gallery) }
         #expect(error?.description.contains(file.path) == true && error?.description.contains("move it away") == true, "\(String(describing: error))")
         #expect(throws: TrustStore.Failure.self) { try store.trustOnFirstUse(SigningKey().publicJWK, for: gallery) }
-        #expect(throws: TrustStore.Failure.self) { try store.acceptSignature(created: Date(), of: "any") }
+        #expect(throws: TrustStore.Failure.self) { try store.acceptSignature(created: Date(), of: "any", origin: "http://127.0.0.1:8090") }
         var isDirectory: ObjCBool = false
         #expect(FileManager.default.fileExists(atPath: file.path, isDirectory: &isDirectory) && isDirectory.boolValue, "left as it was")
     }
@@ -76,7 +77,7 @@ import TestSupport
             let proxy = TamperingProxy(upstream: galleryURL)
             try await proxy.run { proxyURL in
                 proxy.attack(.beforeKey { try store.trust(chosen, for: proxyURL) })
-                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store))
+                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: proxy.galleryOrigin)
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                 guard case let .unauthenticatedFeed(_, .changedKey(trusted, offered))? = error else {
                     Issue.record("expected changedKey, got \(String(describing: error))")
@@ -108,9 +109,9 @@ import TestSupport
         try old.write(to: file)
         let store = TrustStore(file: file)
         #expect(try store.key(for: gallery) == key)
-        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint) == nil)
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint, origin: gallery.originKey) == nil)
         #expect(try store.key(for: URL(string: "http://127.0.0.1:9000")!) != nil, "the other gallery's pin stays")
-        #expect(try store.newestSignature(of: key.thumbprint) == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(try store.newestSignature(of: key.thumbprint, origin: gallery.originKey) == Date(timeIntervalSince1970: 1_800_000_000))
         let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
@@ -139,45 +140,77 @@ import TestSupport
         #expect(try store.key(for: URL(string: "http://127.0.0.1:9000")!) == other)
     }
 
+    /// The replay floor is kept per gallery origin and key: one key signing for two galleries
+    /// (every gallery a user starts without `--signing-key` shares the user's) has two floors.
     @Test func theNewestSignatureOnlyMovesForwardAndAnOlderOneBeyondTheSkewIsRefused() throws {
         let store = TrustStore(file: file)
+        let (a, b) = ("http://127.0.0.1:8090", "http://127.0.0.1:8091")
         let newest = Date(timeIntervalSince1970: 1_800_000_600)
-        #expect(try store.acceptSignature(created: newest, of: "k") == nil)
-        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-60), of: "k") == nil, "within the skew")
-        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-61), of: "k") == newest)
-        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-600), of: "other key") == nil, "per key")
-        #expect(try store.newestSignature(of: "k") == newest)
+        #expect(try store.acceptSignature(created: newest, of: "k", origin: a) == nil)
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-60), of: "k", origin: a) == nil, "within the skew")
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-61), of: "k", origin: a) == newest)
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-600), of: "other key", origin: a) == nil, "per key")
+        #expect(try store.acceptSignature(created: newest.addingTimeInterval(-600), of: "k", origin: b) == nil, "per origin")
+        #expect(try store.newestSignature(of: "k", origin: a) == newest)
+        #expect(try store.newestSignature(of: "k", origin: "HTTP://127.0.0.1:8090") == newest, "an origin's case does not matter")
     }
     /// Issue 25: the trust file written before accepted feeds were recorded (keys and newest
-    /// signatures only) still reads, and gains the record at the next accepted feed.
+    /// signatures only) still reads, and gains the record at the next accepted feed. Issue 40:
+    /// its floor, kept by key alone, still holds for every origin signing with that key.
     @Test func aTrustFileWithoutAcceptedFeedsIsReadAndGainsThem() throws {
         let key = SigningKey().publicJWK
         let old = #"{"galleries":{"\#(gallery.absoluteString)":\#(String(decoding: try JSONEncoder().encode(key), as: UTF8.self))},"newestSignatures":{"\#(key.thumbprint)":1800000000}}"#
         try Data(old.utf8).write(to: file)
         let store = TrustStore(file: file)
+        let origin = gallery.originKey
         #expect(try store.key(for: self.gallery) == key)
-        #expect(try store.newestSignature(of: key.thumbprint) == Date(timeIntervalSince1970: 1_800_000_000))
-        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint) == false, "nothing recorded yet")
+        #expect(try store.newestSignature(of: key.thumbprint, origin: origin) == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(try store.newestSignature(of: key.thumbprint, origin: "http://127.0.0.1:1") == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_799_000_000), of: key.thumbprint, origin: "http://127.0.0.1:1") != nil)
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint, origin: origin) == false, "nothing recorded yet")
 
-        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint, feedDigest: SHA256Hex.digest([1])) == nil)
-        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint))
-        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: "another key") == false, "per key")
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_000), of: key.thumbprint, origin: origin, feedDigest: SHA256Hex.digest([1])) == nil)
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint, origin: origin))
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: "another key", origin: origin) == false, "per key")
+        #expect(try store.acceptedFeed(SHA256Hex.digest([1]), of: key.thumbprint, origin: "http://127.0.0.1:1") == false, "per origin")
         #expect(try store.key(for: self.gallery) == key, "the key stays")
+    }
+
+    /// A file written before issue 40 recorded accepted feeds by key alone: they are kept as
+    /// they were but not taken as any origin's, so a feed stored then is fetched again once.
+    @Test func feedsAcceptedByKeyAloneAreNotTakenAsAnyOrigins() throws {
+        let key = SigningKey().publicJWK
+        let digest = SHA256Hex.digest([7])
+        let old = #"{"galleries":{},"newestSignatures":{"\#(key.thumbprint)":1800000000},"acceptedFeeds":{"\#(key.thumbprint)":["\#(digest)"]}}"#
+        try Data(old.utf8).write(to: file)
+        let store = TrustStore(file: file)
+        #expect(try store.standing(ofFeed: digest, of: key.thumbprint, origin: gallery.originKey) == .unknown)
+        #expect(try store.acceptSignature(created: Date(timeIntervalSince1970: 1_800_000_001), of: key.thumbprint, origin: gallery.originKey, feedDigest: digest) == nil)
+        let written = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        #expect((written["acceptedFeeds"] as? [String: [String]])?[key.thumbprint] == [digest], "kept as read")
+        #expect(written["feeds"] != nil)
     }
 
     @Test func theLastAcceptedFeedsAreKeptNewestLastAndARefusedOneIsNotRecorded() throws {
         let store = TrustStore(file: file)
+        let origin = gallery.originKey
         let start = Date(timeIntervalSince1970: 1_800_000_000)
         let limit = TrustStore.acceptedFeedLimit
         for index in 0...limit {
             let digest = SHA256Hex.digest([UInt8(index)])
-            #expect(try store.acceptSignature(created: start.addingTimeInterval(Double(index)), of: "k", feedDigest: digest) == nil)
+            #expect(try store.acceptSignature(
+                created: start.addingTimeInterval(Double(index)), of: "k", origin: origin, feedDigest: digest,
+                validUntil: start.addingTimeInterval(3600)
+            ) == nil)
         }
-        #expect(try store.acceptedFeed(SHA256Hex.digest([0]), of: "k") == false, "the oldest is dropped past \(limit)")
-        #expect(try (1...limit).allSatisfy { try store.acceptedFeed(SHA256Hex.digest([UInt8($0)]), of: "k") })
+        #expect(try store.acceptedFeed(SHA256Hex.digest([0]), of: "k", origin: origin) == false, "the oldest is dropped past \(limit)")
+        #expect(try (1...limit).allSatisfy { try store.acceptedFeed(SHA256Hex.digest([UInt8($0)]), of: "k", origin: origin) })
+        // Only the last is the newest, with the end of its prices' validity; the others are earlier.
+        #expect(try store.standing(ofFeed: SHA256Hex.digest([UInt8(limit)]), of: "k", origin: origin) == .newest(validUntil: start.addingTimeInterval(3600)))
+        #expect(try store.standing(ofFeed: SHA256Hex.digest([1]), of: "k", origin: origin) == .earlier)
         // A replayed signature is refused, and its body is not recorded.
         let replayed = SHA256Hex.digest([0xFF])
-        #expect(try store.acceptSignature(created: start.addingTimeInterval(-3600), of: "k", feedDigest: replayed) != nil)
-        #expect(try store.acceptedFeed(replayed, of: "k") == false)
+        #expect(try store.acceptSignature(created: start.addingTimeInterval(-3600), of: "k", origin: origin, feedDigest: replayed) != nil)
+        #expect(try store.acceptedFeed(replayed, of: "k", origin: origin) == false)
     }
 }

@@ -9,10 +9,17 @@ import Testing
     let key = SigningKey()
     let now = Date(timeIntervalSince1970: 1_800_000_000)
 
-    /// A response's fields, by lowercase name; several lines of one field joined as HTTP does.
+    /// A response's fields, by lowercase name; several lines of one field joined as HTTP does;
+    /// and the nonce of the request it answers.
     struct Answer {
         var status: Int
         var fields: [String: [String]]
+        var nonce = "AAAAAAAAAAAAAAAAAAAAAA"
+
+        /// The request's fields, as the side that sent it knows them.
+        func requestField(_ name: String) -> String? {
+            name == FeedNonce.field ? nonce : nil
+        }
 
         func field(_ name: String) -> String? {
             fields[name].map { $0.joined(separator: ", ") }
@@ -26,11 +33,11 @@ import Testing
 
     /// A feed answer (200) or its 304, signed by `key` under `label`, made at `created`.
     func answer(
-        status: Int = 200, components: [String]? = nil, signer: SigningKey? = nil, label: String = MessageSignature.label,
-        created: Date? = nil, lifetime: TimeInterval = 3600
+        status: Int = 200, components: [MessageSignature.Component]? = nil, signer: SigningKey? = nil, label: String = MessageSignature.label,
+        created: Date? = nil, lifetime: TimeInterval = 3600, nonce: String = "AAAAAAAAAAAAAAAAAAAAAA"
     ) throws -> Answer {
         let body = Data("[]".utf8)
-        var fields: [String: [String]] = ["etag": ["\"feed-1\""]]
+        var fields: [String: [String]] = ["etag": ["\"feed-1\""], MessageSignature.originField: ["http://127.0.0.1:8080"]]
         if status == 200 {
             fields["content-type"] = ["application/json; charset=utf-8"]
             fields["content-digest"] = [ContentDigest.fieldValue(for: body)]
@@ -39,19 +46,21 @@ import Testing
         let created = created ?? now
         let signed = fields
         let signature = try MessageSignature.sign(
-            status: status, field: { signed[$0]?.first }, components: components, key: signer, keyID: signer.fingerprint,
+            status: status, field: { signed[$0]?.first }, requestField: { $0 == FeedNonce.field ? nonce : nil },
+            components: components, key: signer, keyID: signer.fingerprint,
             created: created, expires: created.addingTimeInterval(lifetime), label: label
         )
         fields["signature-input"] = [signature.signatureInput]
         fields["signature"] = [signature.signature]
-        return Answer(status: status, fields: fields)
+        return Answer(status: status, fields: fields, nonce: nonce)
     }
 
     /// Finds and verifies `answer`'s signature with `key` at `now`.
     func verify(_ answer: Answer, at date: Date? = nil) throws(SignatureFailure) {
         let received = try MessageSignature.received(status: answer.status, field: answer.field)
         try MessageSignature.verify(
-            received, status: answer.status, field: answer.field, key: key.privateKey.publicKey, now: date ?? now
+            received, status: answer.status, field: answer.field, requestField: answer.requestField,
+            key: key.privateKey.publicKey, now: date ?? now
         )
     }
 
@@ -67,18 +76,48 @@ import Testing
     @Test func aGenuineFeedAndItsSigned304Verify() throws {
         try verify(try answer())
         try verify(try answer(status: 304))
-        #expect(try answer().input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest");created=1800000000;expires=1800003600;keyid=""#))
-        #expect(try answer(status: 304).input.hasPrefix(#"feed=("@status" "etag");created="#))
+        #expect(try answer().input.hasPrefix(#"feed=("@status" "etag" "content-type" "content-digest" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created=1800000000;expires=1800003600;keyid=""#))
+        #expect(try answer(status: 304).input.hasPrefix(#"feed=("@status" "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created="#))
+    }
+
+    /// RFC 9421 section 2.4: the request's field is a line of the base, `"name";req: value`,
+    /// rebuilt by the verifier from its own request. An answer signed for another request's
+    /// nonce does not verify for this one, however genuine.
+    @Test func theRequestsNonceIsSignedAndAnotherRequestsAnswerDoesNotVerify() throws {
+        try verify(try answer(nonce: "BBBBBBBBBBBBBBBBBBBBBB"))
+        for status in [200, 304] {
+            var recorded = try answer(status: status, nonce: "BBBBBBBBBBBBBBBBBBBBBB")
+            recorded.nonce = "CCCCCCCCCCCCCCCCCCCCCC"  // the next request's
+            #expect(reason { () throws(SignatureFailure) in try verify(recorded) } == "bad_signature")
+        }
+        // A component names the request's field: the response's field of that name is not it.
+        var echoed = try answer(nonce: "BBBBBBBBBBBBBBBBBBBBBB")
+        echoed.fields[FeedNonce.field] = ["BBBBBBBBBBBBBBBBBBBBBB"]
+        echoed.nonce = "CCCCCCCCCCCCCCCCCCCCCC"
+        #expect(reason { () throws(SignatureFailure) in try verify(echoed) } == "bad_signature")
+    }
+
+    /// A signature over everything else but not the request's nonce is a gallery too old to
+    /// bind its answers: refused in those words (`unbound_answer`), never accepted unbound.
+    @Test(arguments: [200, 304]) func anAnswerNotBoundToItsRequestIsRefusedAsTooOld(status: Int) throws {
+        let unbound = try answer(status: status, components: MessageSignature.signedComponents(forStatus: status, bound: false))
+        #expect(reason { () throws(SignatureFailure) in try verify(unbound) } == "unbound_answer")
+        #expect("\(SignatureFailure.unboundAnswer)".contains("too old"))
+        // The old shape, before answers were bound: status and ETag (and type and digest).
+        let old = try answer(status: status, components: status == 304 ? ["@status", "etag"] : ["@status", "etag", "content-type", "content-digest"])
+        #expect(reason { () throws(SignatureFailure) in try verify(old) } == "unbound_answer")
     }
 
     @Test(arguments: [
-        (200, ["@status", "content-type"]),
-        (200, ["@status", "content-digest"]),
-        (200, ["content-type", "content-digest"]),
-        (304, ["@status"]),
-        (304, ["etag"]),
-    ])
-    func fewerCoveredComponentsAreRefused(status: Int, components: [String]) throws {
+        (200, ["@status", "content-type", MessageSignature.requestNonce]),
+        (200, ["@status", "content-digest", MessageSignature.requestNonce]),
+        (200, ["content-type", "content-digest", MessageSignature.requestNonce]),
+        (200, ["@status", "content-type", "content-digest", MessageSignature.requestNonce]),
+        (304, ["@status", MessageSignature.requestNonce]),
+        (304, ["etag", MessageSignature.requestNonce]),
+        (304, ["@status", "etag", MessageSignature.requestNonce]),
+    ] as [(Int, [MessageSignature.Component])])
+    func fewerCoveredComponentsAreRefused(status: Int, components: [MessageSignature.Component]) throws {
         let answer = try answer(status: status, components: components)
         #expect(reason { () throws(SignatureFailure) in try verify(answer) } == "missing_signature")
     }
@@ -96,7 +135,7 @@ import Testing
         for name in components where signed.fields[name] == nil { signed.fields[name] = ["v"] }
         let fields = signed.fields
         let repeated = try MessageSignature.sign(
-            status: 200, field: { fields[$0]?.first }, components: components, key: key, keyID: key.fingerprint,
+            status: 200, field: { fields[$0]?.first }, components: components.map { MessageSignature.Component($0) }, key: key, keyID: key.fingerprint,
             created: now, expires: now.addingTimeInterval(3600)
         )
         signed.fields["signature-input"] = [repeated.signatureInput]
@@ -202,7 +241,14 @@ import Testing
         #expect(reason { () throws(SignatureFailure) in try verify(label) } == "bad_signature")
     }
 
-    @Test(arguments: ["", "feed", "feed=(", #"feed=("@status")"#, "feed=:AAAA:", #"feed=("@status" "etag" "@method");created=1"#])
+    @Test(arguments: [
+        "", "feed", "feed=(", #"feed=("@status" "emojiart-feed-nonce";req)"#, "feed=:AAAA:",
+        #"feed=("@status" "etag" "@method" "emojiart-feed-nonce";req);created=1"#,
+        // Parameters on a component other than `req`, `req` that is not true, or on a derived one.
+        #"feed=("@status" "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req;bs);created=1;expires=2;keyid="k";alg="ed25519""#,
+        #"feed=("@status" "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req=?0);created=1;expires=2;keyid="k";alg="ed25519""#,
+        #"feed=("@status";req "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created=1;expires=2;keyid="k";alg="ed25519""#,
+    ])
     func aMalformedSignatureInputIsRefused(input: String) throws {
         var answer = try answer(status: 304)
         answer.input = input
@@ -225,6 +271,24 @@ import Testing
         other.kid = nil
         #expect(Base64URL.decode(other.x) == nil)
         #expect(throws: SignatureFailure.self) { try other.publicKey() }
+    }
+
+    /// The app's nonces: 128 random bits, unpadded base64url, a new one each time; the gallery
+    /// takes those and nothing else (no padding, no other alphabet, not shorter than 128 bits,
+    /// not two of them, not absurdly long).
+    @Test func aNonceIs128RandomBitsOfBase64URLAndOnlySuchIsWellFormed() {
+        let nonces = (0..<100).map { _ in FeedNonce.make() }
+        #expect(Set(nonces).count == 100)
+        #expect(nonces.allSatisfy { $0.utf8.count == 22 && FeedNonce.isWellFormed($0) })
+        for bad in [
+            "", "short", String(repeating: "A", count: 21), String(repeating: "A", count: 22) + "==", "AAAAAAAAAAA+AAAAAAAAAA/A",
+            "AAAAAAAAAAAAAAAAAAAAAA, BBBBBBBBBBBBBBBBBBBBBB", String(repeating: "A", count: FeedNonce.maximumLength + 1),
+            "AAAAAAAAAAAAAAAAAAAAA\u{0}", "AAAAAAAAAAAAAAAAAAAAAé",
+        ] {
+            #expect(!FeedNonce.isWellFormed(bad), "\(bad.debugDescription)")
+        }
+        #expect(FeedNonce.isWellFormed(String(repeating: "-_", count: 11)))
+        #expect(FeedNonce.isWellFormed(String(repeating: "z", count: FeedNonce.maximumLength)))
     }
 
     @Test func noSignatureAtAll() throws {

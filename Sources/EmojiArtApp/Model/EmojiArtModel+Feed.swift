@@ -6,6 +6,7 @@ import Logging
 import MessageSignatures
 import NIOCore
 import NIOHTTP1
+import Synchronization
 public import GalleryFeed
 
 /// The feed: fetched, authenticated and kept in the cache like any entry.
@@ -40,8 +41,9 @@ extension EmojiArtModel {
     /// Asks the gallery whether its feed changed (one conditional request, answered 304 when it
     /// did not) and, when it did, verifies the new feed in the background: changed pieces are
     /// downloaded and checked against their new checksums, unchanged ones come from the cache.
-    /// The catalog page calls it on every load. Offline, or while a run is going on, it does
-    /// nothing; when the gallery cannot be reached, or its answer cannot be authenticated,
+    /// The catalog page calls it on every load; it asks at most once per ``feedCheckInterval``
+    /// (on the model's clock), however many loads call it. Offline, or while a run is going on, it
+    /// does nothing; when the gallery cannot be reached, or its answer cannot be authenticated,
     /// ``feedOrigin`` says so and the catalog stays. Loads while a check is under way share it
     /// (``sharedFeedChecks``): a hundred at once send one request, not a hundred.
     /// - Returns: whether a new verification started (for the load that started the check).
@@ -51,6 +53,12 @@ extension EmojiArtModel {
         if let feedCheck {
             sharedFeedChecks.update { $0 += 1 }
             _ = await feedCheck.value
+            return false
+        }
+        // A clock set back counts as the interval over: the check is not held off by it.
+        if let last = lastFeedRequest, case let elapsed = now().timeIntervalSince(last),
+           elapsed >= 0, elapsed < Self.seconds(feedCheckInterval) {
+            skippedFeedChecks.update { $0 += 1 }
             return false
         }
         // Unstructured, so a load that leaves (its client went away) does not cancel the check
@@ -93,14 +101,19 @@ extension EmojiArtModel {
         return true
     }
 
+    /// `duration` in seconds.
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
     /// A feed as fetched or found, authenticated, not yet decoded.
     struct FetchedFeed: Sendable {
         var bytes: [UInt8]
         var key: FeedKey
         var origin: FeedOrigin
         /// When the feed was last authenticated (downloaded and verified, or confirmed by a
-        /// signed 304), when known.
-        var authenticatedAt: Date?
+        /// signed 304) and until when its prices are current.
+        var age: FeedAge
         /// The entries, when already decoded and checked (a download is, before it is stored).
         var entries: [ImageFile]? = nil
     }
@@ -109,25 +122,36 @@ extension EmojiArtModel {
     struct StoredFeed: Sendable {
         var image: Image
         var fingerprint: String
+        /// Where it stands among the feeds accepted from this gallery with that key: only the
+        /// newest is shown without the gallery's confirmation.
+        var standing: TrustStore.FeedStanding
+        /// Until when its prices are current, as the trust file recorded it (the newest only).
+        var validUntil: Date?
 
         /// The feed's bytes as found, under `origin`.
         func fetched(_ origin: FeedOrigin) -> FetchedFeed {
             FetchedFeed(
                 bytes: image.data, key: FeedKey(fingerprint: fingerprint, trustedOnFirstUse: false), origin: origin,
-                authenticatedAt: image.cacheHeaders?.responseTime
+                age: FeedAge(authenticatedAt: image.cacheHeaders?.responseTime, expires: validUntil)
             )
         }
+
+        /// The identity the trust file knows it by.
+        var identity: String { FeedAuthenticator.feedIdentity(etag: image.cacheHeaders?.etag, body: image.data) }
     }
 
     /// Gets the feed's bytes: from the gallery (conditionally on the stored copy), or the stored
     /// copy (a signed 304, offline, or the gallery unreachable); authenticates what is
     /// downloaded and stores it.
     ///
-    /// The stored copy is used (and sent as the request's validators) only when its `ETag` and
-    /// bytes are a pair the trust file recorded for a feed accepted with its key
+    /// The stored copy is sent as the request's validators only when its `ETag` and bytes are a
+    /// pair the trust file recorded for a feed accepted from this gallery with its key
     /// (`FeedAuthenticator.feedIdentity`); any other is refused as
     /// ``SignatureFailure/storedFeedUnknown(gallery:)`` (changed on disk, or stored by an older
-    /// build), removed, and the whole signed feed asked for instead.
+    /// build), removed, and the whole signed feed asked for instead. Without the gallery's
+    /// confirmation (offline, the gallery down, its answer refused) it is shown only when it is
+    /// the newest accepted from this gallery and key
+    /// (``SignatureFailure/storedFeedSuperseded(gallery:)`` otherwise).
     ///
     /// A 304 that does not authenticate (unsigned, another key, another `ETag`, older than a
     /// signature already accepted) is refused like a forged feed, and the gallery is asked once
@@ -151,17 +175,20 @@ extension EmojiArtModel {
         var storedRefusal: SignatureFailure?
         if let trusted, let image = await database.cachedImage(forKey: feedCacheKey(fingerprint: trusted)) {
             // The cache directory may be written by others: its bytes are used only while they
-            // are those of a feed this machine authenticated with that key.
-            let authenticated: Bool
+            // are those of a feed this machine authenticated from this gallery with that key.
+            let standing: TrustStore.FeedStanding
             do {
-                authenticated = try authenticator.isAuthenticatedFeed(image.data, etag: image.cacheHeaders?.etag, fingerprint: trusted)
+                standing = try authenticator.standing(ofFeed: image.data, etag: image.cacheHeaders?.etag, fingerprint: trusted)
             } catch {
                 refuse(error)
                 throw Error.unauthenticatedFeed(url: url, failure: error)
             }
-            if authenticated {
-                stored = StoredFeed(image: image, fingerprint: trusted)
-            } else {
+            switch standing {
+            case let .newest(validUntil):
+                stored = StoredFeed(image: image, fingerprint: trusted, standing: standing, validUntil: validUntil)
+            case .earlier:
+                stored = StoredFeed(image: image, fingerprint: trusted, standing: standing)
+            case .unknown:
                 let failure = SignatureFailure.storedFeedUnknown(gallery: galleryURL.absoluteString)
                 refuse(failure)
                 storedRefusal = failure
@@ -169,13 +196,27 @@ extension EmojiArtModel {
                 await database.removeEntry(forKey: feedCacheKey(fingerprint: trusted))
             }
         }
+        // Shown without the gallery's word only when it is the newest this machine accepted
+        // from this gallery: an older accepted feed is a rollback.
+        var shown: StoredFeed?
+        if let stored {
+            if case .newest = stored.standing {
+                shown = stored
+            } else {
+                storedRefusal = .storedFeedSuperseded(gallery: galleryOrigin)
+            }
+        }
         if cachePolicy == .returnCacheDataDontLoad {
-            guard let stored else {
-                if let storedRefusal { throw Error.unauthenticatedFeed(url: url, failure: storedRefusal) }
+            guard let shown else {
+                if let storedRefusal {
+                    if stored != nil { refuse(storedRefusal) }
+                    throw Error.unauthenticatedFeed(url: url, failure: storedRefusal)
+                }
                 throw Error.feedNotCached(url: url)
             }
-            return stored.fetched(.offline)
+            return shown.fetched(.offline)
         }
+        lastFeedRequest = now()
         do {
             do {
                 return try await exchange(conditionalOn: stored)
@@ -190,11 +231,11 @@ extension EmojiArtModel {
                 }
             }
         } catch let Error.unauthenticatedFeed(_, failure) {
-            guard let stored else { throw Error.unauthenticatedFeed(url: url, failure: failure) }
+            guard let shown else { throw Error.unauthenticatedFeed(url: url, failure: failure) }
             logger.warning("the stored catalog is shown but not re-authenticated: \(failure)")
-            return stored.fetched(.notReauthenticated(failure: failure, lastAuthenticated: stored.image.cacheHeaders?.responseTime))
+            return shown.fetched(.notReauthenticated(failure: failure, lastAuthenticated: shown.image.cacheHeaders?.responseTime))
         } catch let Error.galleryUnavailable(_, reason) {
-            guard let stored else {
+            guard let shown else {
                 if let storedRefusal {
                     logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason))")
                     throw Error.unauthenticatedFeed(url: url, failure: storedRefusal)
@@ -202,7 +243,7 @@ extension EmojiArtModel {
                 throw Error.galleryUnavailable(url: url, reason: reason)
             }
             logger.warning("the gallery at \(galleryURL.absoluteString) is unreachable (\(reason)): using the stored catalog")
-            return stored.fetched(.galleryUnreachable(reason: reason))
+            return shown.fetched(.galleryUnreachable(reason: reason))
         }
     }
 
@@ -211,13 +252,17 @@ extension EmojiArtModel {
         let failure: SignatureFailure
     }
 
-    /// One request for the feed, conditional on `stored` when given, and its answer
-    /// authenticated: a signed 304 for the stored feed, or a signed 200 (then stored).
+    /// One request for the feed, with a fresh ``FeedNonce`` and conditional on `stored` when
+    /// given, and its answer authenticated for that very request: a signed 304 for the stored
+    /// feed, or a signed 200 (then stored, whatever its `Cache-Control` says: the stored feed is
+    /// the app's own record).
     /// - Throws: ``Error/galleryUnavailable(url:reason:)``, ``Error/unauthenticatedFeed(url:failure:)``
     ///   or, for a 304 that does not authenticate, ``NotModifiedRefused``.
     private func exchange(conditionalOn stored: StoredFeed?) async throws -> FetchedFeed {
         let url = feedURL
         var request = HTTPClientRequest(url: url)
+        let nonce = FeedNonce.make()
+        request.headers.add(name: "EmojiArt-Feed-Nonce", value: nonce)
         let conditional = stored?.image.cacheHeaders?.conditionalFields ?? []
         for (name, value) in conditional { request.headers.add(name: name, value: value) }
         let requestTime = now()
@@ -228,9 +273,11 @@ extension EmojiArtModel {
             let deadline = ContinuousClock.now + .seconds(15)
             response = try await client.execute(request, timeout: .seconds(15))
             if response.status == .notModified, let stored, let headers = stored.image.cacheHeaders, !conditional.isEmpty {
+                let outcome: FeedAuthenticator.Outcome
                 do {
-                    _ = try await authenticator.authenticateNotModified(
-                        headers: response.headers, storedETag: headers.etag, fingerprint: stored.fingerprint
+                    outcome = try await authenticator.authenticateNotModified(
+                        headers: response.headers, storedETag: headers.etag, fingerprint: stored.fingerprint, nonce: nonce,
+                        storedFeed: stored.identity
                     )
                 } catch {
                     refuse(error)
@@ -243,7 +290,7 @@ extension EmojiArtModel {
                 refreshed.cacheHeaders = headers.updated(withNotModified: [], requestTime: requestTime, responseTime: responseTime)
                 await database.store(image: refreshed, forKey: feedCacheKey(fingerprint: stored.fingerprint))
                 var fetched = stored.fetched(.revalidated)
-                fetched.authenticatedAt = responseTime
+                fetched.age = FeedAge(authenticatedAt: responseTime, expires: outcome.expires)
                 return fetched
             }
             guard response.status == .ok else {
@@ -259,7 +306,7 @@ extension EmojiArtModel {
         }
         let outcome: FeedAuthenticator.Outcome
         do {
-            outcome = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body)
+            outcome = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body, nonce: nonce)
         } catch {
             refuse(error)
             throw Error.unauthenticatedFeed(url: url, failure: error)
@@ -268,14 +315,19 @@ extension EmojiArtModel {
         // Refused before it is stored: a feed this app will not use replaces nothing.
         let entries = try decodeFeed(bytes)
         let responseTime = now()
-        let headers = CacheHeaders(fields: response.headers.map { ($0.name, $0.value) }, requestTime: requestTime, responseTime: responseTime)
-        if !headers.cacheControl.noStore {
-            let entry = Image(data: bytes, contentType: response.headers.first(name: "content-type") ?? "application/json", cacheHeaders: headers)
-            await database.store(image: entry, forKey: feedCacheKey(fingerprint: outcome.fingerprint))
+        // The app's own record of what it authenticated: kept whatever the answer's unsigned
+        // fields say (`no-store`, a long `max-age`), with the signed `ETag` and the validators
+        // only; it is revalidated on the app's clock (``feedCheckInterval``), not the gallery's.
+        var recorded: [(String, String)] = [("Cache-Control", "no-cache")]
+        for name in ["ETag", "Last-Modified"] {
+            if let value = response.headers.first(name: name) { recorded.append((name, value)) }
         }
+        let headers = CacheHeaders(fields: recorded, requestTime: requestTime, responseTime: responseTime)
+        let entry = Image(data: bytes, contentType: response.headers.first(name: "content-type") ?? "application/json", cacheHeaders: headers)
+        await database.store(image: entry, forKey: feedCacheKey(fingerprint: outcome.fingerprint))
         return FetchedFeed(
             bytes: bytes, key: FeedKey(fingerprint: outcome.fingerprint, trustedOnFirstUse: outcome.trustedOnFirstUse),
-            origin: .downloaded, authenticatedAt: responseTime, entries: entries
+            origin: .downloaded, age: FeedAge(authenticatedAt: responseTime, expires: outcome.expires), entries: entries
         )
     }
 
@@ -291,7 +343,8 @@ extension EmojiArtModel {
     private func noteOrigin(_ fetched: FetchedFeed) {
         feedOrigin.update { $0 = fetched.origin }
         if feedKey.value != fetched.key { feedKey.update { $0 = fetched.key } }
-        if let authenticatedAt = fetched.authenticatedAt { feedAuthenticatedAt = authenticatedAt }
+        if let authenticatedAt = fetched.age.authenticatedAt { feedAuthenticatedAt = authenticatedAt }
+        if feedAge.value != fetched.age { feedAge.update { $0 = fetched.age } }
         if case .notReauthenticated = fetched.origin {} else { feedRefusal.update { $0 = nil } }
     }
 

@@ -73,6 +73,9 @@ public actor EmojiArtModel {
     /// Catalog loads that found a feed check under way and shared it instead of asking the
     /// gallery again.
     public nonisolated let sharedFeedChecks = LiveValue(0)
+    /// Catalog loads that asked for a feed check within ``feedCheckInterval`` of the last
+    /// request for the feed, and were answered from what the model holds.
+    public nonisolated let skippedFeedChecks = LiveValue(0)
     /// Why the feed was refused in the latest attempt to get it; `nil` once an attempt ends
     /// otherwise (a feed verifies, the gallery does not answer, the feed does not decode).
     public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
@@ -81,6 +84,57 @@ public actor EmojiArtModel {
     public nonisolated let feedOrigin = LiveValue<FeedOrigin?>(nil)
     /// How image requests use the cache: HTTP's rules, or the cache only when offline.
     public nonisolated let cachePolicy: CachePolicy
+    /// The origin the gallery's signed feed must name (`--gallery-origin`): by default the
+    /// origin of ``galleryURL``.
+    public nonisolated var galleryOrigin: String { authenticator.galleryOrigin }
+    /// The least time between two feed checks that catalog loads ask for
+    /// (``refreshIfFeedChanged()``), on the model's clock (`now`): 30 s by default. The app's own
+    /// rule: no field of the gallery's answers lengthens or shortens it.
+    public nonisolated let feedCheckInterval: Duration
+    /// When the feed shown was last authenticated and until when its prices count as current;
+    /// `nil` before any feed is shown.
+    public nonisolated let feedAge = LiveValue<FeedAge?>(nil)
+
+    /// How old the catalog's feed is: when it was last authenticated (downloaded and verified, or
+    /// confirmed by a signed 304 bound to its request), and the end of the signature's life (or
+    /// 24 h after, whichever is sooner) after which its prices are stale: shown "as of" then,
+    /// online or offline, so withholding the gallery's answers cannot keep a catalog looking
+    /// current.
+    public struct FeedAge: Sendable, Hashable {
+        /// When the feed was last authenticated, when known.
+        public var authenticatedAt: Date?
+        /// When its prices go stale, when known.
+        public var validUntil: Date?
+
+        /// The longest a feed's prices count as current after it was authenticated: 24 hours.
+        public static let maximumAge: TimeInterval = 86_400
+
+        /// An age for a feed authenticated at `authenticatedAt` by a signature expiring at
+        /// `expires`: current until the sooner of `expires` and ``maximumAge`` after.
+        public init(authenticatedAt: Date?, expires: Date?) {
+            self.authenticatedAt = authenticatedAt
+            let limit = authenticatedAt.map { $0.addingTimeInterval(Self.maximumAge) }
+            validUntil = [expires, limit].compactMap { $0 }.min()
+        }
+
+        /// Whether the prices are stale at `now`: past ``validUntil``, or with no date known.
+        public func isStale(at now: Date) -> Bool {
+            guard let validUntil else { return true }
+            return now > validUntil
+        }
+
+        /// What the page and `sync` say at `now`: when the feed was last authenticated, and, when
+        /// stale, that its prices are as of then.
+        public func text(at now: Date) -> String {
+            guard let authenticatedAt else {
+                return "Prices stale: when the feed was last authenticated is not known."
+            }
+            let when = authenticatedAt.formatted(.iso8601)
+            guard isStale(at: now) else { return "Feed last authenticated at \(when)." }
+            let until = validUntil.map { " (its signature's validity ended at \($0.formatted(.iso8601)))" } ?? ""
+            return "Prices as of \(when), when the feed was last authenticated\(until): stale, they may have changed since."
+        }
+    }
 
     /// Where a feed came from.
     public enum FeedOrigin: Sendable, Hashable {
@@ -146,6 +200,9 @@ public actor EmojiArtModel {
     var run: Task<Void, Never>?
     /// The feed check under way (``refreshIfFeedChanged()``), which later catalog loads share.
     var feedCheck: Task<Bool, Never>?
+    /// When the feed was last asked for (on ``now``): catalog loads ask again only
+    /// ``feedCheckInterval`` later.
+    var lastFeedRequest: Date?
 
     /// Creates a model.
     /// - Parameters:
@@ -154,11 +211,16 @@ public actor EmojiArtModel {
     ///   - now: the wall clock signatures are checked against and the feed is dated by.
     ///   - offline: never touch the network: the feed and every image come from the cache, and
     ///     what it does not hold is reported as not cached.
+    ///   - galleryOrigin: the origin the gallery's signed feed must name; by default the origin
+    ///     of `galleryURL` (give it when `galleryURL` is a proxy in front of the gallery).
+    ///   - feedCheckInterval: the least time between feed checks asked by catalog loads
+    ///     (``feedCheckInterval``).
     public init(
         galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
         trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() }, offline: Bool = false,
-        logger: Logger = Logger(label: "emojiart")
+        galleryOrigin: String? = nil, feedCheckInterval: Duration = .seconds(30), logger: Logger = Logger(label: "emojiart")
     ) {
+        self.feedCheckInterval = feedCheckInterval
         self.logger = logger
         self.now = now
         cachePolicy = offline ? .returnCacheDataDontLoad : .useProtocolCachePolicy
@@ -166,7 +228,7 @@ public actor EmojiArtModel {
         self.database = database
         self.concurrency = max(1, concurrency)
         self.client = client
-        authenticator = FeedAuthenticator(galleryURL: galleryURL, trust: trust, client: client, now: now)
+        authenticator = FeedAuthenticator(galleryURL: galleryURL, galleryOrigin: galleryOrigin, trust: trust, client: client, now: now)
     }
 
     /// The HTTP client for a gallery: AsyncHTTPClient's defaults (as

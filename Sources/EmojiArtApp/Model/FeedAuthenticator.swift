@@ -9,11 +9,17 @@ import Synchronization
 
 /// Authenticates the gallery's feed as it arrives, before any entry is used: the signature's key
 /// (pinned, remembered, or learnt on first use), its dates (not in the future, not expired, not
-/// older than one already accepted from that key, a lifetime of at most a day), the signature
-/// over the status, `ETag`, type and digest, and the digest over the body's bytes. A 304 is
-/// authenticated too: signed by the key the stored feed was verified with, for its `ETag`.
+/// older than one already accepted from that gallery and key, a lifetime of at most a day), the
+/// signature over the status, `ETag`, type, digest and the gallery's origin, and over this
+/// request's nonce as this app sent it (so a recorded answer is refused), the signed origin
+/// against ``galleryOrigin`` (so another gallery's feed is), and the digest over the body's
+/// bytes. A 304 is authenticated too: signed by the key the stored feed was verified with, for
+/// its `ETag`, for this request.
 struct FeedAuthenticator: Sendable {
     let galleryURL: URL
+    /// The origin the gallery's signed answers must name (`--gallery-origin`, by default the
+    /// origin of ``galleryURL``), lowercase; the trust file keeps what was accepted under it.
+    let galleryOrigin: String
     let trust: GalleryTrust
     let client: HTTPClient
     let now: @Sendable () -> Date
@@ -22,8 +28,9 @@ struct FeedAuthenticator: Sendable {
     /// The pinned key as the gallery published it, once fetched and matched with the pin.
     private let pinnedKey = PinnedKey()
 
-    init(galleryURL: URL, trust: GalleryTrust, client: HTTPClient, now: @escaping @Sendable () -> Date) {
+    init(galleryURL: URL, galleryOrigin: String? = nil, trust: GalleryTrust, client: HTTPClient, now: @escaping @Sendable () -> Date) {
         self.galleryURL = galleryURL
+        self.galleryOrigin = TrustStore.canonical(galleryOrigin ?? galleryURL.originKey)
         self.trust = trust
         self.client = client
         self.now = now
@@ -35,6 +42,8 @@ struct FeedAuthenticator: Sendable {
         let fingerprint: String
         /// Whether that key was trusted just now, on first contact.
         let trustedOnFirstUse: Bool
+        /// When the signature's life ends (its `expires`).
+        let expires: Date
     }
 
     /// The fingerprint of the key a feed of this gallery must be signed with now, when one is
@@ -52,11 +61,12 @@ struct FeedAuthenticator: Sendable {
         }
     }
 
-    /// Checks a feed response; on first contact with a gallery (and no pin), remembers its key
-    /// once the feed verified with it, unless another was stored meanwhile.
-    func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer) async throws(SignatureFailure) -> Outcome {
+    /// Checks a feed response to a request that sent `nonce`; on first contact with a gallery
+    /// (and no pin), remembers its key once the feed verified with it, unless another was stored
+    /// meanwhile.
+    func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer, nonce: String) async throws(SignatureFailure) -> Outcome {
         let field = Self.field(headers)
-        let received = try MessageSignature.received(status: status, field: field)
+        let received = try Self.received(status: status, field: field, nonce: nonce)
         let key: JSONWebKey
         var firstUse: TrustStore?
         if let trusted = try await trustedKey(offeredBy: received) {
@@ -66,7 +76,7 @@ struct FeedAuthenticator: Sendable {
             guard key.thumbprint == received.keyID else { throw .unknownKey(expected: key.thumbprint, offered: received.keyID) }
             firstUse = trust.store
         }
-        try MessageSignature.verify(received, status: status, field: field, key: key.publicKey(), now: now(), skew: skew)
+        try verify(received, status: status, field: field, nonce: nonce, key: key)
         try ContentDigest.verify(field("content-digest"), body: body.readableBytesView)
         if let store = firstUse {
             let stored: JSONWebKey
@@ -82,24 +92,52 @@ struct FeedAuthenticator: Sendable {
         // signature's date: a stored copy is used later only while it is still this pair.
         let etag = CacheHeaders(fields: headers.map { ($0.name, $0.value) }, requestTime: .distantPast, responseTime: .distantPast).etag
         try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: Self.feedIdentity(etag: etag, body: Array(body.readableBytesView)))
-        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil)
+        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil, expires: received.expires)
     }
 
-    /// Checks a 304: signed (over `@status` and `ETag`) by the key `fingerprint` the stored feed
-    /// was verified with, which must still be the trusted one, for the stored feed's `etag`.
-    func authenticateNotModified(headers: HTTPHeaders, storedETag: String?, fingerprint: String) async throws(SignatureFailure) -> Outcome {
+    /// Checks a 304 to a request that sent `nonce`: signed (over `@status`, `ETag`, the origin
+    /// and the nonce) by the key `fingerprint` the stored feed was verified with, which must
+    /// still be the trusted one, for the stored feed's `etag`. The stored feed (its identity,
+    /// `storedFeed`) is then the newest accepted from this gallery and key.
+    func authenticateNotModified(
+        headers: HTTPHeaders, storedETag: String?, fingerprint: String, nonce: String, storedFeed: String
+    ) async throws(SignatureFailure) -> Outcome {
         let field = Self.field(headers)
-        let received = try MessageSignature.received(status: 304, field: field)
+        let received = try Self.received(status: 304, field: field, nonce: nonce)
         guard let key = try await trustedKey(offeredBy: received) else {
             throw .keyUnavailable("no key is trusted for \(galleryURL.absoluteString) any more")
         }
         // The stored feed was verified with another key than the one trusted now.
         guard key.thumbprint == fingerprint else { throw .changedKey(trusted: key.thumbprint, offered: fingerprint) }
-        try MessageSignature.verify(received, status: 304, field: field, key: key.publicKey(), now: now(), skew: skew)
+        try verify(received, status: 304, field: field, nonce: nonce, key: key)
         let offered = field("etag")?.trimmingCharacters(in: .whitespaces) ?? ""
         guard let storedETag, offered == storedETag else { throw .etagMismatch(stored: storedETag ?? "none", offered: offered) }
-        try acceptNotReplayed(received, fingerprint: key.thumbprint)
-        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false)
+        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: storedFeed)
+        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false, expires: received.expires)
+    }
+
+    /// The gallery's signature on an answer, found and checked for its shape: it must bind the
+    /// answer to this request. An answer that echoes another nonce than `nonce` was signed for
+    /// another request: a replay, said in those words rather than as a bad signature.
+    private static func received(status: Int, field: (String) -> String?, nonce: String) throws(SignatureFailure) -> MessageSignature.Received {
+        let received = try MessageSignature.received(status: status, field: field)
+        if let echoed = field(FeedNonce.field)?.trimmingCharacters(in: .whitespaces), echoed != nonce {
+            throw .notForThisRequest(sent: nonce, answered: echoed)
+        }
+        return received
+    }
+
+    /// Verifies `received` with `key` over the answer's fields and this request's `nonce` (the
+    /// base's request line is rebuilt from what this app sent), then the signed origin.
+    private func verify(
+        _ received: MessageSignature.Received, status: Int, field: (String) -> String?, nonce: String, key: JSONWebKey
+    ) throws(SignatureFailure) {
+        try MessageSignature.verify(
+            received, status: status, field: field, requestField: { $0 == FeedNonce.field ? nonce : nil },
+            key: key.publicKey(), now: now(), skew: skew
+        )
+        let offered = field(MessageSignature.originField)?.trimmingCharacters(in: .whitespaces) ?? ""
+        guard offered.lowercased() == galleryOrigin else { throw .wrongGallery(expected: galleryOrigin, offered: offered) }
     }
 
     /// What the trust file records of an accepted feed: the SHA-256 of its `ETag` (as the cache
@@ -109,27 +147,30 @@ struct FeedAuthenticator: Sendable {
         SHA256Hex.digest(Array((etag ?? "").utf8) + [0x0A] + body)
     }
 
-    /// Whether `bytes` with `etag`, a feed stored under the key `fingerprint`, are a feed this
-    /// machine authenticated with that key (one of the last the trust file recorded, with that
-    /// very `ETag`): what every use of a stored feed checks first, since the cache directory may
-    /// be written by others.
+    /// Where `bytes` with `etag`, a feed stored under the key `fingerprint`, stand among the
+    /// feeds this machine authenticated from this gallery with that key (the last the trust file
+    /// recorded, with that very `ETag`): what every use of a stored feed checks first, since the
+    /// cache directory may be written by others.
     /// - Throws: ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
-    func isAuthenticatedFeed(_ bytes: [UInt8], etag: String?, fingerprint: String) throws(SignatureFailure) -> Bool {
+    func standing(ofFeed bytes: [UInt8], etag: String?, fingerprint: String) throws(SignatureFailure) -> TrustStore.FeedStanding {
         do {
-            return try trust.store.acceptedFeed(Self.feedIdentity(etag: etag, body: bytes), of: fingerprint)
+            return try trust.store.standing(ofFeed: Self.feedIdentity(etag: etag, body: bytes), of: fingerprint, origin: galleryOrigin)
         } catch {
             throw .trustStore(error.description)
         }
     }
 
-    /// Refuses a signature older, by more than the skew, than the newest accepted from the same
-    /// key (a replay, a rollback), and remembers this one if it is the newest, with the identity
-    /// of the feed it signed (`feedDigest`, ``feedIdentity(etag:body:)``, for a 200), in the
-    /// same write.
+    /// Refuses a signature older, by more than the skew, than the newest accepted from this
+    /// gallery with the same key (a rollback), and remembers this one if it is the newest, with
+    /// the identity of the feed it signed or confirmed (`feedDigest`,
+    /// ``feedIdentity(etag:body:)``), in the same write.
     private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String, feedDigest: String? = nil) throws(SignatureFailure) {
         let newer: Date?
         do {
-            newer = try trust.store.acceptSignature(created: received.created, of: fingerprint, skew: skew, feedDigest: feedDigest)
+            newer = try trust.store.acceptSignature(
+                created: received.created, of: fingerprint, origin: galleryOrigin, skew: skew, feedDigest: feedDigest,
+                validUntil: EmojiArtModel.FeedAge(authenticatedAt: now(), expires: received.expires).validUntil
+            )
         } catch {
             throw .trustStore(error.description)
         }

@@ -5,10 +5,11 @@ public import MessageSignatures
 import Glibc
 #endif
 
-/// The gallery keys this machine trusts, by gallery origin (`http://host:port`), the newest
-/// signature `created` accepted from each key (by fingerprint), and the identity of the last
-/// feeds accepted with each key (the SHA-256 of `ETag` and body together, so a stored feed changed
-/// on disk is told from one this machine authenticated), in a JSON file under the data
+/// The gallery keys this machine trusts, by gallery origin (`http://host:port`), and for each
+/// gallery origin and key (the origin its signed answers name, and the key's fingerprint) the
+/// newest signature `created` accepted and the identity of the last feeds accepted (the SHA-256
+/// of `ETag` and body together, so a stored feed changed on disk is told from one this machine
+/// authenticated), in a JSON file under the data
 /// directory (`$XDG_DATA_HOME/emojiart/trusted-galleries.json`), not the cache directory:
 /// clearing the cache must not reset trust, nor open a window for replaying an older feed.
 ///
@@ -31,16 +32,32 @@ public struct TrustStore: Sendable {
         public var description: String
     }
 
+    /// What is recorded of the feeds accepted from one gallery origin with one key.
+    struct FeedRecord: Codable, Sendable, Equatable {
+        /// The newest signature `created` accepted, in seconds since 1970.
+        var newestSignature: Int64?
+        /// The identities (lowercase hex SHA-256 of `ETag` and body) of the last feeds
+        /// accepted, newest last, at most ``TrustStore/acceptedFeedLimit``.
+        var acceptedFeeds: [String] = []
+        /// Until when the newest accepted feed's prices are current (seconds since 1970): the
+        /// end of the last signature that authenticated or confirmed it, 24 h at most.
+        var validUntil: Int64?
+    }
+
     /// The file's contents.
     struct Contents: Codable, Sendable, Equatable {
         /// Trusted keys by gallery origin.
         var galleries: [String: JSONWebKey] = [:]
-        /// The newest signature `created` accepted from each key, in seconds since 1970, by
-        /// the key's fingerprint.
-        var newestSignatures: [String: Int64] = [:]
-        /// The identities (lowercase hex SHA-256 of `ETag` and body) of the last feeds accepted
-        /// with each key, newest last, at most ``TrustStore/acceptedFeedLimit`` each, by the key's
+        /// What was accepted, by gallery origin (as its signed answers name it), then by key
         /// fingerprint.
+        var feeds: [String: [String: FeedRecord]] = [:]
+        /// Builds before 2026-11-27: the newest signature `created` accepted from each key, by
+        /// fingerprint alone. Read and kept, never updated: it stays a floor for every origin
+        /// signing with that key, so upgrading opens no window for replaying what was refused.
+        var newestSignatures: [String: Int64] = [:]
+        /// Builds before 2026-11-27: the feeds accepted with each key, by fingerprint alone.
+        /// Kept as read, never used: a stored feed recorded only there is not known to be of
+        /// its origin, so it is fetched again.
         var acceptedFeeds: [String: [String]] = [:]
 
         init(galleries: [String: JSONWebKey] = [:], newestSignatures: [String: Int64] = [:], acceptedFeeds: [String: [String]] = [:]) {
@@ -53,9 +70,28 @@ public struct TrustStore: Sendable {
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             galleries = TrustStore.bracketingIPv6(try container.decode([String: JSONWebKey].self, forKey: .galleries))
+            feeds = try container.decodeIfPresent([String: [String: FeedRecord]].self, forKey: .feeds) ?? [:]
             newestSignatures = try container.decodeIfPresent([String: Int64].self, forKey: .newestSignatures) ?? [:]
             acceptedFeeds = try container.decodeIfPresent([String: [String]].self, forKey: .acceptedFeeds) ?? [:]
         }
+
+        /// The newest signature accepted from `origin` with `fingerprint`, or recorded for the
+        /// key alone by an older build, whichever is newer.
+        func floor(of fingerprint: String, origin: String) -> Int64? {
+            [feeds[origin]?[fingerprint]?.newestSignature, newestSignatures[fingerprint]].compactMap { $0 }.max()
+        }
+    }
+
+    /// Where a stored feed stands among those accepted from its origin with its key.
+    public enum FeedStanding: Sendable, Hashable {
+        /// The newest accepted: usable offline, and as the request's validators; its prices are
+        /// current until `validUntil`, when recorded.
+        case newest(validUntil: Date?)
+        /// Accepted, but a newer one was since: usable only as validators, which a bound,
+        /// signed 304 must then confirm.
+        case earlier
+        /// Not among those accepted: changed on disk, or stored by an older build.
+        case unknown
     }
 
     /// An origin key as builds before 2026-11-26 wrote an IPv6 gallery's (`http://::1:8080`),
@@ -78,8 +114,8 @@ public struct TrustStore: Sendable {
         return result
     }
 
-    /// How many accepted feed bodies are remembered per key: enough for several instances
-    /// sharing the trust file, each with its own stored copy, to find theirs.
+    /// How many accepted feed bodies are remembered per origin and key: enough for several
+    /// instances sharing the trust file, each with its own stored copy, to find theirs.
     public static let acceptedFeedLimit = 16
 
     /// The key trusted for `gallery`, if any.
@@ -113,53 +149,69 @@ public struct TrustStore: Sendable {
         }
     }
 
-    /// The newest signature `created` accepted from the key `fingerprint`, if any.
-    public func newestSignature(of fingerprint: String) throws(Failure) -> Date? {
-        try withLock { () throws(Failure) in try Self.read(file) }.newestSignatures[fingerprint]
+    /// The newest signature `created` accepted from `origin` with the key `fingerprint`, if any
+    /// (or recorded for that key by an older build, when newer).
+    public func newestSignature(of fingerprint: String, origin: String) throws(Failure) -> Date? {
+        try withLock { () throws(Failure) in try Self.read(file) }.floor(of: fingerprint, origin: Self.canonical(origin))
             .map { Date(timeIntervalSince1970: TimeInterval($0)) }
     }
 
-    /// Accepts a signature made at `created` by the key `fingerprint` unless one newer by more
-    /// than `skew` was accepted before, and remembers the newest; checked and written under
-    /// the lock, so two apps cannot each accept what the other's newer one rules out. When
-    /// accepted, `feedDigest` (the accepted feed's identity: the SHA-256, hex, of its `ETag` and
-    /// body together) is remembered in the same write as one of the key's last
-    /// ``acceptedFeedLimit`` accepted feeds.
+    /// Accepts a signature made at `created` by the key `fingerprint` for the gallery `origin`
+    /// unless one newer by more than `skew` was accepted before from that origin and key, and
+    /// remembers the newest; checked and written under the lock, so two apps cannot each accept
+    /// what the other's newer one rules out. When accepted, `feedDigest` (the accepted feed's
+    /// identity: the SHA-256, hex, of its `ETag` and body together) is remembered in the same
+    /// write as the newest of the last ``acceptedFeedLimit`` accepted from that origin and key,
+    /// current until `validUntil`.
     /// - Returns: `nil` when accepted, else the newer signature's `created`.
     public func acceptSignature(
-        created: Date, of fingerprint: String, skew: TimeInterval = 60, feedDigest: String? = nil
+        created: Date, of fingerprint: String, origin: String, skew: TimeInterval = 60, feedDigest: String? = nil,
+        validUntil: Date? = nil
     ) throws(Failure) -> Date? {
         let seconds = Self.seconds(created)
+        let origin = Self.canonical(origin)
         return try withLock { () throws(Failure) -> Date? in
             var contents = try Self.read(file)
-            let newest = contents.newestSignatures[fingerprint]
-            if let newest, Double(newest) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(newest)) }
-            var changed = false
-            if newest.map({ seconds > $0 }) ?? true {
-                contents.newestSignatures[fingerprint] = seconds
-                changed = true
-            }
+            let floor = contents.floor(of: fingerprint, origin: origin)
+            if let floor, Double(floor) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(floor)) }
+            var record = contents.feeds[origin]?[fingerprint] ?? FeedRecord()
+            let before = record
+            if record.newestSignature.map({ seconds > $0 }) ?? true { record.newestSignature = seconds }
             if let feedDigest {
-                var accepted = contents.acceptedFeeds[fingerprint] ?? []
-                if accepted.last != feedDigest {
-                    accepted.removeAll { $0 == feedDigest }
-                    accepted.append(feedDigest)
-                    contents.acceptedFeeds[fingerprint] = Array(accepted.suffix(Self.acceptedFeedLimit))
-                    changed = true
+                if record.acceptedFeeds.last != feedDigest {
+                    record.acceptedFeeds.removeAll { $0 == feedDigest }
+                    record.acceptedFeeds.append(feedDigest)
+                    record.acceptedFeeds = Array(record.acceptedFeeds.suffix(Self.acceptedFeedLimit))
                 }
+                record.validUntil = validUntil.map(Self.seconds)
             }
-            if changed { try Self.write(contents, to: file) }
+            if record != before {
+                contents.feeds[origin, default: [:]][fingerprint] = record
+                try Self.write(contents, to: file)
+            }
             return nil
         }
     }
 
-    /// Whether a feed whose identity (hex SHA-256 of `ETag` and body) is `feedDigest` is one of the last
-    /// ``acceptedFeedLimit`` accepted with the key `fingerprint`: a stored feed that is not was
-    /// changed after it was authenticated, or stored by a build that did not record it.
-    public func acceptedFeed(_ feedDigest: String, of fingerprint: String) throws(Failure) -> Bool {
-        try withLock { () throws(Failure) in try Self.read(file) }.acceptedFeeds[fingerprint]?.contains(feedDigest) ?? false
+    /// Where a feed whose identity (hex SHA-256 of `ETag` and body) is `feedDigest` stands among
+    /// the last ``acceptedFeedLimit`` accepted from `origin` with the key `fingerprint`.
+    public func standing(ofFeed feedDigest: String, of fingerprint: String, origin: String) throws(Failure) -> FeedStanding {
+        let record = try withLock { () throws(Failure) in try Self.read(file) }.feeds[Self.canonical(origin)]?[fingerprint]
+        let accepted = record?.acceptedFeeds ?? []
+        if accepted.last == feedDigest { return .newest(validUntil: record?.validUntil.map { Date(timeIntervalSince1970: TimeInterval($0)) }) }
+        return accepted.contains(feedDigest) ? .earlier : .unknown
     }
 
+    /// Whether a feed whose identity is `feedDigest` is among the last ``acceptedFeedLimit``
+    /// accepted from `origin` with the key `fingerprint` (``standing(ofFeed:of:origin:)``).
+    public func acceptedFeed(_ feedDigest: String, of fingerprint: String, origin: String) throws(Failure) -> Bool {
+        try standing(ofFeed: feedDigest, of: fingerprint, origin: origin) != .unknown
+    }
+
+    /// An origin as records are kept under it: lowercase.
+    static func canonical(_ origin: String) -> String {
+        origin.lowercased()
+    }
 
     /// Whole seconds since 1970 of `date`, clamped to years 1-9999 so no date can trap.
     static func seconds(_ date: Date) -> Int64 {

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import ImageCache
 public import GalleryFeed
 
@@ -21,6 +21,10 @@ public struct Sync: Sendable {
 
         /// Where the feed came from.
         public var feedOrigin: EmojiArtModel.FeedOrigin?
+        /// When the feed was last authenticated, and until when its prices are current.
+        public var feedAge: EmojiArtModel.FeedAge?
+        /// When the sync ended, on the model's clock: what ``feedAge`` is judged at.
+        public var finishedAt: Date = Date()
 
         /// Success means every present image verified: no mismatch, no failure and nothing
         /// missing from the cache offline (missing pieces are expected: the gallery never has 0,
@@ -67,7 +71,9 @@ public struct Sync: Sendable {
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },
             feedKey: model.feedKey.value,
-            feedOrigin: model.feedOrigin.value
+            feedOrigin: model.feedOrigin.value,
+            feedAge: model.feedAge.value,
+            finishedAt: model.now()
         )
     }
 }

@@ -75,6 +75,9 @@ public enum TerminalText {
         case .downloaded, nil:
             break
         }
+        // When the catalog was last authenticated; past its signature's life, its prices are
+        // said to be as of then, online or offline.
+        if let age = report.feedAge { lines.append(age.text(at: report.finishedAt)) }
         if report.feedKey?.trustedOnFirstUse == true {
             lines.append("first contact with this gallery: its key is trusted from now on (`emojiart trust --gallery URL` accepts a new one)")
         }

@@ -20,7 +20,8 @@ public enum EmojiArtApp {
         await database.setUp()
         let model = EmojiArtModel(
             galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency,
-            trust: configuration.trust, offline: configuration.offline, logger: logger
+            trust: configuration.trust, offline: configuration.offline, galleryOrigin: configuration.galleryOrigin,
+            feedCheckInterval: configuration.feedCheckInterval, logger: logger
         )
         let (router, services) = try buildRouterAndServices(configuration, model: model, database: database)
         await model.start()

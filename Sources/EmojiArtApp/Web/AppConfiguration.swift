@@ -62,6 +62,13 @@ public struct AppConfiguration: Sendable {
     public var formats: [ServedFormat] {
         didSet { formats = Self.offered(formats) }
     }
+    /// The origin the gallery's signed feed must name (`--gallery-origin`); `nil` (the default)
+    /// is the origin of ``galleryURL``. Give it when ``galleryURL`` is a proxy in front of the
+    /// gallery (the cluster's shield).
+    public var galleryOrigin: String?
+    /// The least time between two feed checks that catalog loads ask for
+    /// (`--feed-check-interval`): 30 s by default, whatever the gallery's answers say.
+    public var feedCheckInterval: Duration = .seconds(30)
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).

@@ -68,6 +68,12 @@ struct PageController<Context: RequestContext>: Sendable {
                 "feedKeyText": Self.feedKeyText(services.model.feedOrigin.value),
             ]
             if let notice = Self.notice(services.model.feedOrigin.value) { context["notice"] = notice }
+            // How old the feed is, on the model's clock: "as of ..." once its prices are stale.
+            if let age = services.model.feedAge.value {
+                let now = services.model.now()
+                context["feedAge"] = age.text(at: now)
+                context["feedAgeClass"] = age.isStale(at: now) ? "notice" : "summary"
+            }
             // The details variants of what is shown, ahead of a click, at low priority: after
             // every thumbnail and verification, and refused first when the queues are full.
             let pieces = Set(entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber))

@@ -66,6 +66,7 @@ enum Templates {
     {{> toolbar}}
     <main>
       {{#notice}}<p class="notice" id="feed-notice">{{notice}}</p>{{/notice}}
+      {{#feedAge}}<p class="{{feedAgeClass}}" id="feed-age">{{feedAge}}</p>{{/feedAge}}
       <p class="summary" id="summary">{{summary}}</p>
       <div class="grid" id="catalog">
       {{#cards}}

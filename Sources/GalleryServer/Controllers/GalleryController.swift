@@ -12,8 +12,10 @@ import Synchronization
 /// `GET /gallery/key`, the public key the feed is signed with, as a JSON Web Key.
 ///
 /// The feed carries `Content-Digest` (RFC 9530) and an RFC 9421 signature over its status,
-/// `ETag`, content type and digest, and its 304s a signature over their status and `ETag`; each image carries its `Content-Digest` too. Because the feed lists
-/// each image's SHA-256, a verified feed makes every verified image authentic.
+/// `ETag`, content type, digest and the gallery's origin, and its 304s a signature over their
+/// status, `ETag` and origin; both also over the request's nonce (`EmojiArt-Feed-Nonce`), so
+/// each answers one request only. Each image carries its `Content-Digest` too. Because the feed
+/// lists each image's SHA-256, a verified feed makes every verified image authentic.
 struct GalleryController<Context: RequestContext>: Sendable {
     let publication: Publication
     let metrics: GalleryMetrics
@@ -49,15 +51,23 @@ struct GalleryController<Context: RequestContext>: Sendable {
         return routes
     }
 
-    /// The feed: `no-cache`, so clients revalidate it (a 304 costs no body) every time they
-    /// load the catalog, and see a revision at once.
+    /// The feed: `no-cache`, so clients revalidate it (a 304 costs no body), and see a revision
+    /// at once. Every answer, 200 or 304, is signed afresh over the request's nonce; a malformed
+    /// nonce is answered 400 (a request without one gets an unbound signature no app accepts).
     @Sendable func images(_ request: Request, context: Context) async throws -> Response {
+        let nonce = request.headers[.feedNonce]
+        if let nonce, !FeedNonce.isWellFormed(nonce) {
+            throw HTTPError(
+                .badRequest,
+                message: "the EmojiArt-Feed-Nonce field must be one nonce of at least 128 bits in unpadded base64url (22 to \(FeedNonce.maximumLength) characters of A-Z a-z 0-9 - _), made afresh for each request"
+            )
+        }
         let edition = publication.current
         let lastModified = HTTPDate.format(edition.feedModified)
         if notModified(request.headers, etag: edition.feedETag, lastModified: edition.feedModified) {
             // Signed too: a 304 says "the feed you hold is current", and only the gallery may say so.
             var headers: HTTPFields = [.eTag: edition.feedETag, .lastModified: lastModified, .cacheControl: "no-cache"]
-            try signer.sign(status: 304, &headers)
+            try signer.sign(status: 304, &headers, nonce: nonce)
             return Response(status: .notModified, headers: headers)
         }
         metrics.served(bytes: edition.feed.readableBytes)
@@ -66,7 +76,7 @@ struct GalleryController<Context: RequestContext>: Sendable {
             .lastModified: lastModified,
             .contentDigest: edition.feedDigest,
         ]
-        try signer.sign(status: 200, &headers)
+        try signer.sign(status: 200, &headers, nonce: nonce)
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: edition.feed))
     }
 
