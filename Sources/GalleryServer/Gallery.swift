@@ -23,6 +23,10 @@ public enum Gallery {
         if configuration.faults.isActive {
             logger.warning("fault injection on: \(configuration.faults)")
         }
+        if configuration.publicOrigin == nil, ["0.0.0.0", "::", "[::]"].contains(configuration.host) {
+            // The feed names the bound address, which no app asks for: every app would refuse it.
+            logger.warning("bound to every address (\(configuration.host)), the feed names its origin as that: pass --public-origin with the URL apps use (apps refuse a feed naming another gallery)")
+        }
         if configuration.imageGate != nil {
             logger.warning("image requests are held until released through /gallery/test/ (--hold-images)")
         }

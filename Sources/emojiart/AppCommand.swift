@@ -11,7 +11,7 @@ struct AppCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
         abstract: "Serve the EmojiArt web app against a gallery.",
-        discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Images are cached by HTTP's rules (fresh ones cost no request, stale ones a conditional one); when the gallery is unreachable the cached catalog and images are shown and the page says so. Stops cleanly on Ctrl-C or SIGTERM."
+        discussion: "Loads the gallery's feed, verifies every image with a live progress bar, then shows the catalog. Images are cached by HTTP's rules (fresh ones cost no request, stale ones a conditional one); when the gallery is unreachable the cached catalog and images are shown and the page says so. The feed is authenticated for each request (a fresh nonce the gallery signs over) and for its gallery (its signed origin must be --gallery-origin, by default the origin of --gallery), and asked for again at most once per --feed-check-interval whatever catalog loads ask; the page says when it was last authenticated, and past its signature's life that its prices are stale. Stops cleanly on Ctrl-C or SIGTERM."
     )
 
     @OptionGroup var client: GalleryClientOptions

@@ -17,7 +17,10 @@ struct GalleryCommand: AsyncParsableCommand {
             --hold-images are for tests and demos and are off by default.
 
             The feed is signed (RFC 9421 HTTP Message Signatures, Ed25519, over its status, ETag, type and \
-            Content-Digest; a 304 over its status and ETag) with the gallery's key, published at GET /gallery/key as a JSON Web Key. The key lives in \
+            Content-Digest; a 304 over its status and ETag; both over the gallery's origin, EmojiArt-Gallery-Origin, and \
+            the request's nonce, EmojiArt-Feed-Nonce, afresh for each request: a malformed nonce is answered 400) with \
+            the gallery's key, published at GET /gallery/key as a JSON Web Key. The origin is the bound address unless \
+            --public-origin names the one apps use. The key lives in \
             $XDG_DATA_HOME/emojiart/gallery-signing.key (default ~/.local/share/emojiart/), created with mode 0600 on \
             first start; --signing-key FILE uses another (made there if it does not exist). The file holds the raw 32-byte Ed25519 private key, \
             base64-encoded, on one line (swift-crypto has no PEM form for Ed25519 keys). To rotate the key, start the \
@@ -29,7 +32,8 @@ struct GalleryCommand: AsyncParsableCommand {
 
             Images are sent with Cache-Control: public, max-age=S (--max-age), or the whole field given with \
             --cache-control, and with ETag and Last-Modified; conditional requests (If-None-Match, else \
-            If-Modified-Since) are answered 304. The feed is no-cache: clients revalidate it on every load. \
+            If-Modified-Since) are answered 304. The feed is no-cache: apps revalidate it (at most once per their \
+            --feed-check-interval). \
             --revise-every S publishes new art every S seconds: three pieces get new bytes, the feed their new \
             checksums; with 0, only POST /gallery/test/revise publishes one (the route exists whenever the option is given).
 
