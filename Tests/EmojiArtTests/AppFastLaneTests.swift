@@ -108,6 +108,11 @@ import GalleryFeed
                 ("/a/../health", "HEAD", [], false),
                 ("/st%61ts", "GET", [], false),
                 ("/pieces/5/", "GET", [], false),
+                // A piece number has one spelling too: "05" is not 5.
+                ("/thumbs/05", "GET", [], false),
+                ("/thumbs/2x/007", "GET", [], false),
+                ("/large/00", "GET", [], false),
+                ("/pieces/05", "GET", [], false),
                 ("/retry/", "POST", [], false),
                 ("//", "GET", [], false),
             ]
@@ -145,6 +150,9 @@ import GalleryFeed
                 #expect(viaLane["x-content-type-options"] == "nosniff", "every answer, the lane's too: \(method) \(path) \(fields)")
                 if fields.first?.hasPrefix("Host: evil") == true { #expect(viaRouter.status == 421) }
                 if path.contains("x=1") || path.contains("&v=") { #expect(viaRouter.status == 400, "\(path)") }
+                if ["/thumbs/05", "/thumbs/2x/007", "/large/00", "/pieces/05"].contains(path) {
+                    #expect(viaRouter.status == 404, "a piece number with a leading zero is no route: \(path)")
+                }
                 if !FastLane.hasOneSpelling(path) {
                     #expect(viaRouter.status == 404 && viaRouter["location"] == nil, "\(method) \(path)")
                     // The page of a path no route has (its toolbar's counters aside).

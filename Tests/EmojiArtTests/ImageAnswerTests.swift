@@ -78,9 +78,14 @@ import TestSupport
         }
     }
 
-    @Test func pagesAndJSONAreNeverKept() async throws {
+    /// The catalog page may be kept by a browser, which asks again on every load (`no-cache`,
+    /// with its `ETag`: CatalogPageTests); the other pages and the JSON are never kept.
+    @Test func theCatalogIsAskedForAgainAndOtherPagesAndJSONAreNeverKept() async throws {
         try await withApp(.immutable) { client, _ in
-            try await client.execute(uri: "/", method: .get) { #expect($0.headers[.cacheControl] == "no-store") }
+            try await client.execute(uri: "/", method: .get) {
+                #expect($0.headers[.cacheControl] == "no-cache" && $0.headers[.eTag] != nil)
+            }
+            try await client.execute(uri: "/pieces/5", method: .get) { #expect($0.headers[.cacheControl] == "no-store") }
             try await client.execute(uri: "/stats", method: .get) { #expect($0.headers[.cacheControl] == "no-store") }
         }
     }

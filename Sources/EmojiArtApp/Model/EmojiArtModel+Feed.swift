@@ -388,6 +388,7 @@ extension EmojiArtModel {
         let byPiece = Dictionary(feed.compactMap { file in file.pieceNumber.map { ($0, file) } }) { first, _ in first }
         feedByPiece.update { $0 = byPiece }
         statuses = Array(repeating: .pending, count: feed.count)
+        catalogEdits.add(1, ordering: .releasing)
         progress.update { $0 = VerificationProgress(total: feed.count) }
         return feed
     }

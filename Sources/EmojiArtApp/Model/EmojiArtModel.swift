@@ -5,6 +5,7 @@ public import Logging
 public import MessageSignatures
 import NIOCore
 import NIOHTTP1
+public import Synchronization
 public import GalleryFeed
 
 /// The book's `EmojiArtModel`: loads the gallery's feed, authenticates it (its signature, made
@@ -68,6 +69,9 @@ public actor EmojiArtModel {
     public nonisolated let feedByPiece = LiveValue<[Int: ImageFile]>([:])
     /// The key the current feed was verified with, and whether it was trusted on first use.
     public nonisolated let feedKey = LiveValue<FeedKey?>(nil)
+    /// How many times the catalog's entries or their statuses have changed: a page rendered from
+    /// them is current while this count is the one it was rendered at (one atomic load).
+    public nonisolated let catalogEdits = Atomic<Int>(0)
     /// Feeds refused, by reason (`bad_signature`, `expired`, ...).
     public nonisolated let signatureFailures = LiveValue<[String: Int]>([:])
     /// Catalog loads that found a feed check under way and shared it instead of asking the
@@ -289,6 +293,7 @@ public actor EmojiArtModel {
             for _ in 0..<concurrency { addNext() }
             for await (index, status) in group {
                 statuses[index] = status
+                catalogEdits.add(1, ordering: .releasing)
                 progress.update { $0.record(status) }
                 addNext()
             }
@@ -328,6 +333,12 @@ public actor EmojiArtModel {
     }
 
     /// Every entry with its status, in feed order.
+    /// The entries at `positions` that the catalog has (none past its end), with their statuses.
+    public func entries(in positions: Range<Int>) -> [(file: ImageFile, status: VerificationStatus)] {
+        let range = positions.clamped(to: 0..<imageFeed.count)
+        return Array(zip(imageFeed[range], statuses[range]))
+    }
+
     public var entries: [(file: ImageFile, status: VerificationStatus)] {
         Array(zip(imageFeed, statuses))
     }

@@ -42,6 +42,8 @@ struct AppServices: Sendable {
     /// The details variants prefetched so far, by cache key and the original's checksum: each
     /// is prefetched once, not on every load of the catalog. Cleared with the disk.
     let prefetched = PrefetchedKeys()
+    /// The catalog's pages as rendered, answered from memory while what they show is unchanged.
+    let catalogPages = CatalogPages()
 
     /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
     var backgroundServices: [any Service] { [backgroundEncoder, statsBroadcast] }
@@ -123,19 +125,30 @@ struct AppServices: Sendable {
 
     /// Renders a template with the toolbar's current counters added to `context`.
     func render(_ template: String, _ context: [String: Any]) async -> String {
+        render(template, context, counters: counters().mapValues { $0 as Any })
+    }
+
+    /// Renders a template with `counters` (by name, as ``counters()`` names them) for the
+    /// toolbar's counters.
+    func render(_ template: String, _ context: [String: Any], counters: [String: Any]) -> String {
         var context = context
-        let stats = database.stats()
-        context["stats"] = [
-            "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
-            "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
-        ]
+        context["stats"] = counters
         if let instanceName { context["instance"] = instanceName }
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }
+
+    /// The toolbar's counters now, by the names the templates use.
+    func counters() -> [String: Int] {
+        let stats = database.stats()
+        return [
+            "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
+            "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
+        ]
+    }
 }
+
 
 /// Details variants already prefetched, by cache key and the original's checksum.
 final class PrefetchedKeys: Sendable {
     let keys = Mutex<Set<String>>([])
 }
-

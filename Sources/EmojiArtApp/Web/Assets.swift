@@ -41,6 +41,7 @@ enum Assets {
     .loading { max-width: 560px; margin: 12vh auto; text-align: center; }
     progress { width: 100%; height: 18px; accent-color: var(--accent); }
     .summary { color: var(--muted); margin: 0 0 16px; }
+    .pager { display: flex; gap: 16px; justify-content: center; align-items: center; margin: 20px 0; }
     .details { display: flex; flex-wrap: wrap; gap: 28px; align-items: flex-start; }
     .details .art { background: #fff; border: 1px solid var(--line); border-radius: 12px; padding: 12px; }
     .details .art img { display: block; max-width: 100%; height: auto; }

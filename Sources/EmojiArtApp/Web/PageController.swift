@@ -4,6 +4,7 @@ import ImageCache
 import GalleryFeed
 import HTTPCaching
 import Imaging
+import Synchronization
 
 /// The HTML pages: loading (live progress), the catalog, details, and the cache actions.
 struct PageController<Context: RequestContext>: Sendable {
@@ -52,28 +53,55 @@ struct PageController<Context: RequestContext>: Sendable {
             ])
             return Self.html(page, status: refused ? .badGateway : .serviceUnavailable)
         case .ready:
-            let entries = await services.model.entries
-            let progress = services.model.progress.value
-            let cards: [[String: Any]] = entries.enumerated().map { index, entry in
-                var card = card(index: index, file: entry.file, status: entry.status)
+            return try await catalog(request)
+        }
+    }
+
+    /// A page of the catalog (`?page=N`, ``pageSize`` entries a page, the first by default),
+    /// rendered once per edition of what it shows and answered from memory after that, with its
+    /// `ETag` (a `304` to a browser that has it).
+    func catalog(_ request: Request) async throws -> Response {
+        let model = services.model
+        let page = try Self.pageNumber(request.uri.queryParameters.get("page"))
+        // How old the feed is, on the model's clock: "as of ..." once its prices are stale.
+        let age = model.feedAge.value, ageTime = model.now()
+        let edition = CatalogPages.Edition(
+            edits: model.catalogEdits.load(ordering: .acquiring), progress: model.progress.value,
+            feedKey: model.feedKey.value, feedOrigin: model.feedOrigin.value, extra: age?.text(at: ageTime) ?? ""
+        )
+        let key = CatalogPages.Key(page: page, edition: edition)
+        let total = edition.progress.total
+        let pages = max(1, (total + Self.pageSize - 1) / Self.pageSize)
+        guard page <= pages else {
+            throw HTTPError(.notFound, message: "The catalog has \(pages) page\(pages == 1 ? "" : "s"); there is no page \(page).")
+        }
+        let rendered: CatalogPages.Rendered
+        if let kept = services.catalogPages.page(key) {
+            rendered = kept
+        } else {
+            let first = (page - 1) * Self.pageSize
+            let entries = await model.entries(in: first..<(first + Self.pageSize))
+            let cards: [[String: Any]] = entries.enumerated().map { offset, entry in
+                var card = card(index: first + offset, file: entry.file, status: entry.status)
                 // The browser's own order of loading, stated: the first row at once and first,
                 // the rest of the first screen at once, what is below it when scrolled to.
-                card["firstRow"] = index < Self.firstRow
-                card["belowFirstScreen"] = index >= Self.firstScreen
+                card["firstRow"] = offset < Self.firstRow
+                card["belowFirstScreen"] = offset >= Self.firstScreen
                 return card
             }
             var context: [String: Any] = [
-                "title": "Catalog", "cards": cards, "summary": Self.summary(progress),
-                "feedKey": services.model.feedKey.value?.fingerprint ?? "",
-                "feedKeyText": Self.feedKeyText(services.model.feedOrigin.value),
+                "title": "Catalog", "cards": cards, "summary": Self.summary(edition.progress),
+                "feedKey": edition.feedKey?.fingerprint ?? "",
+                "feedKeyText": Self.feedKeyText(edition.feedOrigin),
             ]
-            if let notice = Self.notice(services.model.feedOrigin.value) { context["notice"] = notice }
-            // How old the feed is, on the model's clock: "as of ..." once its prices are stale.
-            if let age = services.model.feedAge.value {
-                let now = services.model.now()
-                context["feedAge"] = age.text(at: now)
-                context["feedAgeClass"] = age.isStale(at: now) ? "notice" : "summary"
+            if pages > 1 { context["pager"] = Self.pager(page: page, of: pages) }
+            if let notice = Self.notice(edition.feedOrigin) { context["notice"] = notice }
+            if let age {
+                context["feedAge"] = edition.extra
+                context["feedAgeClass"] = age.isStale(at: ageTime) ? "notice" : "summary"
             }
+            let counters = services.catalogPages.markers(Array(services.counters().keys))
+            rendered = services.catalogPages.keep(services.render("list", context, counters: counters), for: key)
             // The details variants of what is shown, ahead of a click, at low priority: after
             // every thumbnail and verification, and refused first when the queues are full.
             let pieces = Set(entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber))
@@ -81,13 +109,36 @@ struct PageController<Context: RequestContext>: Sendable {
             // `Accept` lists the image formats it takes too (Chromium's does; one that names
             // none gets the PNGs).
             services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
-            let page = await services.render("list", context)
-            return Self.html(page)
         }
+        if let ifNoneMatch = request.headers[.ifNoneMatch], ConditionalRequest.matches(ifNoneMatch, etag: rendered.etag) {
+            return Self.html("", status: .notModified, etag: rendered.etag)
+        }
+        return Self.html(rendered.filled(services.counters()), etag: rendered.etag)
+    }
+
+    /// Entries a catalog page shows.
+    static var pageSize: Int { 100 }
+
+    /// The page number `?page=` names: 1 when absent; anything but a positive whole number is
+    /// no page (404).
+    static func pageNumber(_ value: String?) throws -> Int {
+        guard let value else { return 1 }
+        guard value.utf8.count <= 9, value.utf8.allSatisfy({ (48...57).contains($0) }), let page = Int(value), page >= 1 else {
+            throw HTTPError(.notFound, message: "There is no such page of the catalog.")
+        }
+        return page
+    }
+
+    /// The pager's template values: this page, the count, and the links before and after.
+    static func pager(page: Int, of pages: Int) -> [String: Any] {
+        var pager: [String: Any] = ["page": page, "pages": pages]
+        if page > 1 { pager["previous"] = page == 2 ? "/" : "/?page=\(page - 1)" }
+        if page < pages { pager["next"] = "/?page=\(page + 1)" }
+        return pager
     }
 
     @Sendable func details(_ request: Request, context: Context) async throws -> Response {
-        guard let index = context.parameters.get("index", as: Int.self),
+        guard let index = context.parameters.get("index").flatMap(ImageRoute.pieceNumber),
               let entry = await services.model.entry(at: index)
         else {
             throw HTTPError(.notFound, message: "There is no piece with that number in the catalog.")
@@ -204,15 +255,15 @@ struct PageController<Context: RequestContext>: Sendable {
 
     /// A page: HTML with the policies every page carries (``contentSecurityPolicy``; the full
     /// `Referer` only to the app's own pages, which ``back(_:)`` relies on).
-    static func html(_ page: String, status: HTTPResponse.Status = .ok) -> Response {
-        Response(
-            status: status,
-            headers: [
-                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                .contentSecurityPolicy: contentSecurityPolicy, .referrerPolicy: "same-origin",
-            ],
-            body: .init(byteBuffer: ByteBuffer(string: page))
-        )
+    /// With `etag`, a browser may keep the page and must ask again (`no-cache`) on each load;
+    /// without, it keeps nothing (`no-store`).
+    static func html(_ page: String, status: HTTPResponse.Status = .ok, etag: String? = nil) -> Response {
+        var headers: HTTPFields = [
+            .contentType: "text/html; charset=utf-8", .cacheControl: etag == nil ? "no-store" : "no-cache",
+            .contentSecurityPolicy: contentSecurityPolicy, .referrerPolicy: "same-origin",
+        ]
+        if let etag { headers[.eTag] = etag }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 
     /// 303 back to the page the form was on, or home: only to a path of the app's own origin

@@ -87,6 +87,8 @@ enum Templates {
         </a>
       {{/cards}}
       </div>
+      {{#pager}}<nav class="pager" id="pager">{{#previous}}<a href="{{.}}" rel="prev">← Previous</a>{{/previous}}
+        <span>Page {{page}} of {{pages}}</span>{{#next}}<a href="{{.}}" rel="next">Next →</a>{{/next}}</nav>{{/pager}}
       <template id="unavailable"><div class="placeholder" data-placeholder><span class="icon">🖼️</span><span>image unavailable</span></div></template>
     </main>
     <footer class="summary" id="feed-key">{{feedKeyText}} <code>{{feedKey}}</code></footer>

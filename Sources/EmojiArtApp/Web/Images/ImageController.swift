@@ -39,7 +39,7 @@ struct ImageController<Context: RequestContext>: Sendable {
         // Somebody waits for this one: variants made in the background wait until such requests pause.
         services.backgroundEncoder.noteRequest()
         try Self.checkQuery(request)
-        let piece = context.parameters.get("piece", as: Int.self)
+        let piece = context.parameters.get("piece").flatMap(ImageRoute.pieceNumber)
         let version = request.uri.queryParameters.get("v").map { Substring($0) }
         let kind = VariantKind(route: route, density: density, format: services.format(accept: request.headers[.accept]))
         // What the lane found for this very request, if it saw it: its plan and its look in
