@@ -90,6 +90,19 @@ import TestSupport
         }
     }
 
+    /// Clearing the disk forgets the kept pages too: the next load renders (and prefetches the
+    /// details images of what it shows) again.
+    @Test func clearingTheDiskRendersThePageAgain() async throws {
+        try await withApp { client, _, _, pages in
+            _ = try await Self.get(client, "/")
+            _ = try await Self.get(client, "/")
+            let renders = pages.renders.load(ordering: .relaxed)
+            try await client.execute(uri: "/cache/clear-disk", method: .post) { #expect($0.status == .seeOther) }
+            #expect(try await Self.get(client, "/").status == .ok)
+            #expect(pages.renders.load(ordering: .relaxed) == renders + 1)
+        }
+    }
+
     /// 40 pieces, 120 entries: two pages of at most 100, linked both ways; any other page is 404.
     @Test func aLargeCatalogIsPaged() async throws {
         try await withApp(catalog: try ArtCatalog(pieces: 40)) { client, model, _, _ in

@@ -72,9 +72,12 @@ struct AppServices: Sendable {
         if !new.isEmpty { prefetcher.startPrefetching(with: new) }
     }
 
-    /// Forgets what was prefetched (the disk was cleared): the next catalog load prefetches again.
+    /// Forgets what was prefetched (the disk was cleared), and the kept catalog pages: the next
+    /// catalog load prefetches again.
     func forgetPrefetches() {
         prefetched.keys.withLock { $0.removeAll() }
+        // A kept page prefetches nothing: the next load renders it again, and prefetches.
+        catalogPages.removeAll()
     }
 
     /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
