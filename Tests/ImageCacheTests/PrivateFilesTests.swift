@@ -134,6 +134,31 @@ import Glibc
         }
     }
 
+    /// A cache directory another user owns: they could put entries in it (a planted thumbnail has
+    /// no digest to catch it). Set-up refuses it and changes nothing; an entry file of another
+    /// user in the cache's own directory is damage, never read.
+    @Test func anotherUsersDirectoryOrEntryIsNotUsed() throws {
+        let storage = try storage()
+        try storage.write(image, forKey: "k")
+        #expect(chown(entryPath(storage, "k"), 65534, 65534) == 0)
+        #expect {
+            try storage.read(forKey: "k")
+        } throws: { error in
+            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            return reason.contains("a file of user 65534, not of this user")
+        }
+        #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
+        try storage.write(image, forKey: "k")
+        #expect(chown(directory.url.path, 65534, 65534) == 0)
+        #expect {
+            try storage.setUp()
+        } throws: { error in
+            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            return reason.contains("owned by user 65534, not by this user") && reason.contains("nothing in it was changed")
+        }
+        #expect(mode(directory.url.path) & 0o777 == 0o700 && FileManager.default.fileExists(atPath: entryPath(storage, "k")))
+    }
+
     /// A socket where an entry belongs: `open` says ENXIO, which is damage (deleted, fetched
     /// again), not a failure of the disk (which would be reported as such at every start).
     @Test func aSocketEntryIsDamageNotADiskFailure() throws {

@@ -82,15 +82,16 @@ extension DiskStorage {
     /// anything in it is changed, since set-up would make it private, delete what looks like a
     /// leftover and evict what looks like an entry, and clearing would delete those.
     ///
-    /// A directory with a parent that another user owns, or that group or others may write (but
-    /// for a sticky one such as `/tmp`), is refused too: they could swap it for one of theirs
-    /// (ssh's `StrictModes`: `HTTPCaching.StrictModes`).
+    /// A directory another user owns is refused too (they could put entries in it), and so is
+    /// one with a parent that another user owns, or that group or others may write (but for a
+    /// sticky one such as `/tmp`): they could swap it for one of theirs (ssh's `StrictModes`:
+    /// `HTTPCaching.StrictModes`).
     ///
     /// Reads only directory entries and their sizes, not file contents, so it is fast (10,000
     /// entries take milliseconds); each entry is checked when it is read.
     /// - Throws: ``ImagePipeline/Error/diskFailure(path:reason:)`` when the directory cannot be
-    ///   created or listed, holds files or folders the cache did not write, or has a parent others
-    ///   may write.
+    ///   created or listed, holds files or folders the cache did not write, is another user's, or
+    ///   has a parent others may write.
     @discardableResult
     public func setUp() throws(ImagePipeline.Error) -> SetUpReport {
         let names: [ListedFile]
@@ -103,9 +104,18 @@ extension DiskStorage {
         } catch {
             throw .diskFailure(path: directory.path, reason: "cannot create the cache directory: \(error)")
         }
-        // Someone who may write a parent could swap the directory for one of theirs.
+        // Someone who may write a parent could swap the directory for one of theirs; whoever owns
+        // the directory may put entries in it (a variant has no digest to check it by).
         if let parent = StrictModes.unsafeParent(of: directory.path) {
             throw .diskFailure(path: directory.path, reason: "the cache directory is not safe to use: \(parent); nothing in it was changed")
+        }
+        var owner = stat()
+        if stat(directory.path, &owner) == 0, owner.st_uid != geteuid() {
+            throw .diskFailure(
+                path: directory.path,
+                reason: "the cache directory is owned by user \(owner.st_uid), not by this user (\(geteuid())), who could put entries in it; "
+                    + "nothing in it was changed: give the cache a directory of your own"
+            )
         }
         do {
             (names, others) = try listDirectory()
@@ -120,8 +130,8 @@ extension DiskStorage {
                     + "was changed; give the cache a directory of its own (an empty or new one)"
             )
         }
-        // The directory is the user's choice (it may be a link to one): followed, and a mode that
-        // cannot be changed (another owner's directory) is logged, not fatal.
+        // The directory is the user's choice (it may be a link to one): followed; a mode that
+        // cannot be changed is logged, not fatal.
         do {
             if try Self.makePrivate(directory.path, directory: true) { tightened += 1 }
         } catch {
@@ -132,7 +142,7 @@ extension DiskStorage {
         var entries: [(name: String, size: Int, modified: Int64)] = []
         for file in names {
             if Self.isTemporaryName(file.name) {
-                if Self.isLeftover(file.name, modified: file.modified), unlinkFile(file.name) { removedTemporary += 1 }
+                if Self.isLeftover(file.name, modified: file.modified), unlinkFile(file.name) == nil { removedTemporary += 1 }
             } else if Self.isEntryName(file.name) {
                 if file.links > 1 { linkedEntries += 1 }
                 if file.mode & 0o077 != 0, (try? Self.makePrivate(path(file.name).string, directory: false)) == true {

@@ -137,7 +137,7 @@ public final class DiskStorage: Sendable {
             }
             guard rename(temporary.string, path(name).string) == 0 else { throw Errno(rawValue: errno) }
         } catch {
-            unlinkFile(temporary.lastComponent?.string ?? "")
+            if let name = temporary.lastComponent?.string { unlinkFile(name) }
             throw .diskFailure(path: directory.path, reason: "writing an entry: \(error)")
         }
         let evicted = index.withLock { $0.insert(bytes.count, forKey: name, cost: bytes.count) }
@@ -199,7 +199,7 @@ public final class DiskStorage: Sendable {
     }
 
     private func remove(fileNamed name: String) {
-        if !unlinkFile(name), errno == EISDIR {
+        if unlinkFile(name) == EISDIR {
             // A directory where an entry belongs fails every write of that entry. Only an empty
             // one goes: one that holds anything is left as it is (never removed recursively, so
             // never through a link swapped in by someone who can write the directory).
@@ -214,23 +214,27 @@ public final class DiskStorage: Sendable {
 
     /// Removes the directory's file `name` with `unlinkat` relative to the directory's
     /// descriptor: the directory's path is resolved once, and a link at `name` is removed, never
-    /// followed. Returns whether it was removed (`errno` says why not).
+    /// followed. Returns `nil` when it was removed, else the `errno` of the failure.
     @discardableResult
-    func unlinkFile(_ name: String) -> Bool {
-        withDirectoryDescriptor { unlinkat($0, name, 0) == 0 }
+    func unlinkFile(_ name: String) -> Int32? {
+        withDirectoryDescriptor { unlinkat($0, name, 0) }
     }
 
     /// Removes `name` if it is an empty directory (`AT_REMOVEDIR`, never recursive).
     private func removeEmptyDirectory(_ name: String) -> Bool {
-        withDirectoryDescriptor { unlinkat($0, name, AT_REMOVEDIR) == 0 }
+        withDirectoryDescriptor { unlinkat($0, name, AT_REMOVEDIR) } == nil
     }
 
-    /// Runs `body` with a descriptor of the cache directory, open for its duration.
-    private func withDirectoryDescriptor(_ body: (CInt) -> Bool) -> Bool {
+    /// Runs `call` (a system call returning 0 or -1) on a descriptor of the cache directory, open
+    /// for its duration; `nil` when it succeeded, else its `errno` (read before anything else
+    /// runs), or the `errno` of opening the directory.
+    private func withDirectoryDescriptor(_ call: (CInt) -> CInt) -> Int32? {
         let descriptor = open(directoryPath.string, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        return body(descriptor)
+        guard descriptor >= 0 else { return errno }
+        let result = call(descriptor)
+        let failure = result == 0 ? nil : errno
+        close(descriptor)
+        return failure
     }
 
     /// Removes `key`'s entry, if any.
@@ -287,6 +291,11 @@ public final class DiskStorage: Sendable {
             guard fstat(file.rawValue, &info) == 0 else { throw Errno(rawValue: errno) }
             guard (info.st_mode & S_IFMT) == S_IFREG else {
                 return .refused("\(Self.fileType(info.st_mode)), not a regular file: it was not read (the cache directory should be written by this cache only)")
+            }
+            // Another user's file was not written by this cache (and a variant has no digest to
+            // check it by).
+            guard info.st_uid == geteuid() else {
+                return .refused("a file of user \(info.st_uid), not of this user (\(geteuid())): it was not read (the cache directory should be written by this cache only)")
             }
             // st_size is an off_t: compared before it becomes a count.
             guard info.st_size >= 0, info.st_size <= off_t(entrySizeLimit) else {
