@@ -154,6 +154,24 @@ import TestSupport
         #expect(try store.newestSignature(of: "k", origin: a) == newest)
         #expect(try store.newestSignature(of: "k", origin: "HTTP://127.0.0.1:8090") == newest, "an origin's case does not matter")
     }
+    /// A feed signed before the newest accepted, held back on the way and delivered within the
+    /// skew, is accepted but does not become the newest: an offline start still shows the newer
+    /// one, whose signature dates the prices.
+    @Test func aFeedSignedBeforeTheNewestNeverBecomesTheNewest() throws {
+        let store = TrustStore(file: file)
+        let origin = gallery.originKey
+        let (r1, r2) = (SHA256Hex.digest([1]), SHA256Hex.digest([2]))
+        let newest = Date(timeIntervalSince1970: 1_800_000_600)
+        let until = newest.addingTimeInterval(3_600)
+        #expect(try store.acceptSignature(created: newest, of: "k", origin: origin, feedDigest: r2, validUntil: until) == nil)
+        #expect(try store.acceptSignature(
+            created: newest.addingTimeInterval(-14), of: "k", origin: origin, feedDigest: r1, validUntil: newest.addingTimeInterval(3_586)
+        ) == nil, "within the skew")
+        #expect(try store.standing(ofFeed: r2, of: "k", origin: origin) == .newest(validUntil: until))
+        #expect(try store.standing(ofFeed: r1, of: "k", origin: origin) == .earlier)
+        #expect(try store.newestSignature(of: "k", origin: origin) == newest)
+    }
+
     /// Issue 25: the trust file written before accepted feeds were recorded (keys and newest
     /// signatures only) still reads, and gains the record at the next accepted feed. Issue 40:
     /// its floor, kept by key alone, still holds for every origin signing with that key.

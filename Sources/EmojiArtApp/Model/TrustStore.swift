@@ -161,8 +161,9 @@ public struct TrustStore: Sendable {
     /// remembers the newest; checked and written under the lock, so two apps cannot each accept
     /// what the other's newer one rules out. When accepted, `feedDigest` (the accepted feed's
     /// identity: the SHA-256, hex, of its `ETag` and body together) is remembered in the same
-    /// write as the newest of the last ``acceptedFeedLimit`` accepted from that origin and key,
-    /// current until `validUntil`.
+    /// write among the last ``acceptedFeedLimit`` accepted from that origin and key: as the
+    /// newest, current until `validUntil`, when its signature is at least as new as every one
+    /// accepted before, else as an earlier one.
     /// - Returns: `nil` when accepted, else the newer signature's `created`.
     public func acceptSignature(
         created: Date, of fingerprint: String, origin: String, skew: TimeInterval = 60, feedDigest: String? = nil,
@@ -176,14 +177,22 @@ public struct TrustStore: Sendable {
             if let floor, Double(floor) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(floor)) }
             var record = contents.feeds[origin]?[fingerprint] ?? FeedRecord()
             let before = record
-            if record.newestSignature.map({ seconds > $0 }) ?? true { record.newestSignature = seconds }
+            // Newest by its signature's date, not by when it arrived: a feed signed before the
+            // newest (within the skew, held back on the way) is accepted, but never becomes the
+            // newest, which an offline start shows and whose `validUntil` dates the prices.
+            let isNewest = record.newestSignature.map { seconds >= $0 } ?? true
+            if isNewest { record.newestSignature = seconds }
             if let feedDigest {
-                if record.acceptedFeeds.last != feedDigest {
-                    record.acceptedFeeds.removeAll { $0 == feedDigest }
-                    record.acceptedFeeds.append(feedDigest)
-                    record.acceptedFeeds = Array(record.acceptedFeeds.suffix(Self.acceptedFeedLimit))
+                if isNewest {
+                    if record.acceptedFeeds.last != feedDigest {
+                        record.acceptedFeeds.removeAll { $0 == feedDigest }
+                        record.acceptedFeeds.append(feedDigest)
+                    }
+                    record.validUntil = validUntil.map(Self.seconds)
+                } else if !record.acceptedFeeds.contains(feedDigest) {
+                    record.acceptedFeeds.insert(feedDigest, at: max(0, record.acceptedFeeds.count - 1))
                 }
-                record.validUntil = validUntil.map(Self.seconds)
+                record.acceptedFeeds = Array(record.acceptedFeeds.suffix(Self.acceptedFeedLimit))
             }
             if record != before {
                 contents.feeds[origin, default: [:]][fingerprint] = record
