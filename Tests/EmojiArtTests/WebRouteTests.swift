@@ -284,4 +284,24 @@ import GalleryFeed
             #expect(third.status == .ok)
         }
     }
+
+    /// A stream ends once it has lasted its lifetime and gives its place back, even to a client
+    /// that never reads (whose sockets' buffers a stream's few bytes would take hours to fill,
+    /// before the send deadline could see it).
+    @Test(.timeLimit(.minutes(2)), arguments: [true, false])
+    func anEventStreamEndsAtItsLifetimeEvenForAClientThatNeverReads(fastLane: Bool) async throws {
+        try await withVerifiedApp(
+            fastLane: fastLane, configure: { $0.eventStreamHeartbeat = .seconds(3600); $0.eventStreamLifetime = .milliseconds(300) }
+        ) { port, _, services in
+            let open = services.eventStreams.open
+            let channel = try await NonReadingClient.send("GET /events HTTP/1.1\nHost: 127.0.0.1\n\n", port: port)
+            defer { channel.close(promise: nil) }
+            var counts: [Int] = []
+            for await count in open.stream() {
+                counts.append(count)
+                if counts.contains(1), count == 0 { break }
+            }
+            #expect(counts.last == 0, "the stream gave its place back: \(counts)")
+        }
+    }
 }

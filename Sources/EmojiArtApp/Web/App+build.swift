@@ -75,6 +75,7 @@ public enum EmojiArtApp {
             statsBroadcast: StatsBroadcast(database: database, backgroundEncoder: backgroundEncoder),
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams),
             eventStreamHeartbeat: configuration.eventStreamHeartbeat,
+            eventStreamLifetime: configuration.eventStreamLifetime,
             httpCache: configuration.httpCache,
             instanceName: configuration.instanceName,
             allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)

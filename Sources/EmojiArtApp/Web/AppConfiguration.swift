@@ -56,6 +56,11 @@ public struct AppConfiguration: Sendable {
     /// client closes the connection, or its sending side, ends at once; the comment finds one
     /// whose client went away without a word (its next write fails) and gives its slot back.
     public var eventStreamHeartbeat: Duration = .seconds(15)
+    /// How long one `/events` stream lasts before the app ends it (10 minutes by default); the
+    /// page's `EventSource` opens the next at once (`retry: 1000`). A client that stops reading is
+    /// found by the send deadline only once the sockets' buffers are full, which a stream's few
+    /// bytes take hours to fill: this bounds how long such a client holds a place.
+    public var eventStreamLifetime: Duration = .seconds(600)
     /// The formats the image routes offer, chosen per request by its `Accept`
     /// (``ServedFormat/negotiate(_:offered:)``); AVIF, WebP and PNG by default. PNG must be among
     /// them (``ServedFormat/list(_:)`` checks a `--formats` list); it is added when missing.

@@ -31,6 +31,8 @@ struct AppServices: Sendable {
     let eventStreams: EventStreamSlots
     /// How often each `/events` stream sends a comment (``AppConfiguration/eventStreamHeartbeat``).
     let eventStreamHeartbeat: Duration
+    /// How long each `/events` stream lasts (``AppConfiguration/eventStreamLifetime``).
+    let eventStreamLifetime: Duration
     /// How browsers and proxies may cache the image answers.
     let httpCache: HTTPCacheMode
     /// The instance name the toolbar shows, if any.

@@ -14,7 +14,8 @@ import ServiceLifecycle
 /// Each stream follows the model's and the database's live values; it ends when its client closes
 /// the connection (`FastLaneHTTP1Channel.connectionEnd`: at once, so a client that opens and drops
 /// streams in a loop holds no slot; a client gone without a word is found at the next write, and
-/// each stream writes a comment line every ``AppServices/eventStreamHeartbeat``) or the server
+/// each stream writes a comment line every ``AppServices/eventStreamHeartbeat``), when it has
+/// lasted ``AppServices/eventStreamLifetime`` (the page opens the next), or when the server
 /// shuts down gracefully. At most
 /// ``AppConfiguration/maxEventStreams`` are open at once (``EventStreamSlots``); one more is
 /// answered 503 with `Retry-After`: no client can hold every connection and the memory of
@@ -76,6 +77,10 @@ struct EventsController<Context: RequestContext>: Sendable {
                     for await event in broadcast.events() {
                         continuation.yield(event)
                     }
+                }
+                group.addTask { [lifetime = services.eventStreamLifetime] in
+                    // The stream's end of life: its page's EventSource opens the next.
+                    if (try? await Task.sleep(for: lifetime)) != nil { continuation.finish() }
                 }
                 group.addTask { [heartbeat = services.eventStreamHeartbeat] in
                     // A comment line, which pages ignore: the write that finds a client gone.
