@@ -31,7 +31,7 @@ struct CacheCommand: AsyncParsableCommand {
 
         func run() async throws {
             if let app = try app.map(CacheCommand.appBase) {
-                let deadline = ContinuousClock.now + .seconds(5)
+                let deadline = ContinuousClock.now + CacheCommand.appTimeout
                 let response = try await CacheCommand.ask(HTTPImageFetcher.defaultClient, HTTPClientRequest(url: app + "/stats"), app: app)
                 let type = response.headers.first(name: "content-type") ?? "none"
                 guard response.status.code == 200, type.hasPrefix("application/json") else {
@@ -131,10 +131,14 @@ struct CacheCommand: AsyncParsableCommand {
         }
     }
 
-    /// `request` to the app at `app`, within 5 s; no answer is a failure that says why in words.
+    /// How long `--app` waits for a running app's whole answer: a local app answers in
+    /// milliseconds, but a machine busy with other work (a build, a test run) may take seconds.
+    static let appTimeout: Duration = .seconds(15)
+
+    /// `request` to the app at `app`, within ``appTimeout``; no answer is a failure that says why in words.
     static func ask(_ client: HTTPClient, _ request: HTTPClientRequest, app: String) async throws -> HTTPClientResponse {
         do {
-            return try await client.execute(request, timeout: .seconds(5))
+            return try await client.execute(request, timeout: .seconds(Int64(appTimeout.components.seconds)))
         } catch {
             throw CommandFailure("\(app) is not answering (\(HTTPImageFetcher.describe(error))): is the app running there? Give the address it prints when it starts")
         }
