@@ -24,6 +24,12 @@ final class ClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = IOData
 
     private let connections: ConnectionGuard
+    /// When the request being read began (its first bytes), on the loop's clock; `nil` between requests.
+    private var requestStarted: NIODeadline?
+    /// The one check of the request deadline this connection has scheduled: it is not scheduled
+    /// and cancelled per request (a timer costs more than the rest of a memory hit's handling);
+    /// when it fires with a request under way that has time left, it is scheduled again for that
+    /// request's deadline.
     private var requestDeadline: Scheduled<Void>?
     private var sendCheck: Scheduled<Void>?
     /// Bytes written through this handler so far: less those still waiting, what the client took.
@@ -46,19 +52,26 @@ final class ClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if requestDeadline == nil, !isCut, let timeout = connections.limits.requestTimeout {
-            requestDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
-                requestDeadline = nil
-                cut(.requestTimeout, context)
-            }
+        if requestStarted == nil, !isCut, let timeout = connections.limits.requestTimeout {
+            let now = context.eventLoop.now
+            requestStarted = now
+            if requestDeadline == nil { scheduleRequestCheck(at: now + timeout, timeout: timeout, context) }
         }
         context.fireChannelRead(data)
     }
 
+    private func scheduleRequestCheck(at deadline: NIODeadline, timeout: TimeAmount, _ context: ChannelHandlerContext) {
+        requestDeadline = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            requestDeadline = nil
+            guard let started = requestStarted else { return }  // between requests: the next one schedules again
+            if context.eventLoop.now < started + timeout { return scheduleRequestCheck(at: started + timeout, timeout: timeout, context) }
+            cut(.requestTimeout, context)
+        }
+    }
+
     /// The request being read was read whole (``RequestEndWatch``): its deadline is met.
     func requestReceived() {
-        requestDeadline?.cancel()
-        requestDeadline = nil
+        requestStarted = nil
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -98,6 +111,7 @@ final class ClientDeadlines: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func cancelChecks() {
+        requestStarted = nil
         requestDeadline?.cancel()
         requestDeadline = nil
         sendCheck?.cancel()
