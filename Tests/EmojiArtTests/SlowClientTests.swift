@@ -80,21 +80,10 @@ import TestSupport
     @Test(arguments: [true, false])
     func pastMaxConnectionsANewOneIsClosedAtOnce(fastLane: Bool) async throws {
         try await withApp(fastLane: fastLane, configure: { $0.maxConnections = 3 }) { port in
-            try await RawHTTPConnection.with(port: port) { first in
-                try await RawHTTPConnection.with(port: port) { second in
-                    try await RawHTTPConnection.with(port: port) { third in
-                        for connection in [first, second, third] { #expect(try await connection.status(of: "/health") == 200) }
-                        try await RawHTTPConnection.with(port: port) { fourth in
-                            let bytes = try await fourth.closed()
-                            #expect(bytes.isEmpty, "a fourth connection was served")
-                        }
-                        for connection in [first, second, third] { #expect(try await connection.status(of: "/health") == 200) }
-                        try await first.send(["/metrics"])
-                        let metrics = String(decoding: try #require(try await first.response()).body, as: UTF8.self)
-                        #expect(metrics.contains("emojiart_connections_cut_total{reason=\"over_limit\"} 1"), "\(metrics)")
-                    }
-                }
-            }
+            let cap = try await RawHTTPConnection.pastACapOfThree(port: port, path: "/health")
+            #expect(cap.before == [200, 200, 200] && cap.after == [200, 200, 200], "\(cap.before) \(cap.after)")
+            #expect(cap.fourth.isEmpty, "a fourth connection was served")
+            #expect(cap.metrics?.contains("emojiart_connections_cut_total{reason=\"over_limit\"} 1") == true, "\(cap.metrics ?? "no metrics")")
         }
     }
 

@@ -33,6 +33,37 @@ extension RawHTTPConnection {
     }
 }
 
+/// What a server capped at three connections did with a fourth (``RawHTTPConnection/pastACapOfThree(port:path:)``).
+public struct PastTheCap: Sendable {
+    /// The statuses of `path` on the three connections before the fourth, then after it.
+    public var before: [Int?], after: [Int?]
+    /// What the fourth connection received before it was closed.
+    public var fourth: [UInt8]
+    /// `/metrics`, read on the first connection afterwards (`nil`: no answer).
+    public var metrics: String?
+}
+
+extension RawHTTPConnection {
+    /// Opens three connections to a server capped at three (`--max-connections 3`), asks each
+    /// for `path`, opens a fourth and waits for the server to close it, asks the three again, and
+    /// reads `/metrics` on the first.
+    public static func pastACapOfThree(port: Int, path: String) async throws -> PastTheCap {
+        try await with(port: port) { first in
+            try await with(port: port) { second in
+                try await with(port: port) { third in
+                    var before: [Int?] = [], after: [Int?] = []
+                    for connection in [first, second, third] { before.append(try await connection.status(of: path)) }
+                    let fourth = try await with(port: port) { try await $0.closed() }
+                    for connection in [first, second, third] { after.append(try await connection.status(of: path)) }
+                    try await first.send(["/metrics"])
+                    let metrics = try await first.response().map { String(decoding: $0.body, as: UTF8.self) }
+                    return PastTheCap(before: before, after: after, fourth: fourth, metrics: metrics)
+                }
+            }
+        }
+    }
+}
+
 /// A client that sends a request and then reads nothing: its socket never reads (no auto-read)
 /// and receives into a small buffer, so the server's writes soon find the kernel's buffers full.
 public enum NonReadingClient {
