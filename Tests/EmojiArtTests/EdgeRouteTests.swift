@@ -156,9 +156,10 @@ import TestSupport
     /// header time-out, and `/health` failed for everyone. With more of them than the edge's
     /// workers times its worker connections, another client is refused while they are held (the
     /// test holds enough), they are cut off at the header time-out (10 s), and a client at
-    /// another address then gets `/health`. Small numbers keep it cheap; the deadline is
-    /// generous (the time-out plus 2 s is what it takes), and below nginx's default 60 s.
-    @Test func halfSentRequestsFromOneAddressAreCutOffAndAnotherClientGetsHealth() async throws {
+    /// another address then gets `/health`. Small numbers keep it cheap; the test's one-minute time
+    /// limit is generous (the time-out plus 2 s is what it takes), and nginx's default 60 s, with the
+    /// set-up, exceeds it.
+    @Test(.timeLimit(.minutes(1))) func halfSentRequestsFromOneAddressAreCutOffAndAnotherClientGetsHealth() async throws {
         let workers = 1, connections = 32
         try await Self.withEdge(workers: workers, workerConnections: connections) { edgePort in
             try await Self.holdingHalfHeads(2 * workers * connections, port: edgePort) { held in
@@ -170,25 +171,15 @@ import TestSupport
                 }
                 #expect(refused == nil, "the held requests took every worker connection: \(String(describing: refused))")
 
-                let deadline = ContinuousClock.now + .seconds(40)
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        try await Task.sleep(until: deadline)
-                        throw RawHTTPError("the held requests were not cut off within 40 s")
-                    }
-                    group.addTask {
-                        // nginx cuts each one off (the ones over its connections at once, the rest at
-                        // the header time-out); then a client at another address is answered.
-                        for connection in held { _ = try? await connection.closed() }
-                        let answer = try await RawHTTPConnection.with(port: edgePort, from: "127.0.0.2") { connection in
-                            try await connection.send(["/health"], fields: ["Host: localhost"])
-                            return try await connection.response()
-                        }
-                        #expect(answer?.status == 200 && answer?.body == Array("ok".utf8), "\(String(describing: answer))")
-                    }
-                    try await group.next()
-                    group.cancelAll()
+                // nginx cuts each one off (the ones over its connections at once, the rest at the
+                // header time-out); then a client at another address is answered. The test's time
+                // limit (one minute) is under nginx's default 60 s header time-out with the set-up.
+                for connection in held { _ = try? await connection.closed() }
+                let answer = try await RawHTTPConnection.with(port: edgePort, from: "127.0.0.2") { connection in
+                    try await connection.send(["/health"], fields: ["Host: localhost"])
+                    return try await connection.response()
                 }
+                #expect(answer?.status == 200 && answer?.body == Array("ok".utf8), "\(String(describing: answer))")
             }
         }
     }
