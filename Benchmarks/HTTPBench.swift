@@ -110,7 +110,7 @@ enum HTTPBench {
             let requests = try originRequests(gallery) - before
             rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)", "\(requests.notModified)", "\(requests.bytes)"])
         }
-        let database = ImageDatabase(configuration: .init(directory: URL(fileURLWithPath: cache)))
+        let database = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: cache)))
         let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database)
         _ = try await Sync(model: model).run()
         let before = try originRequests(gallery)

@@ -23,11 +23,11 @@ enum PeersBench {
         // app, which verifies every original at start), 8 at a time.
         let directory = Bench.work + "/peers-cache"
         try? FileManager.default.removeItem(atPath: directory)
-        let database = ImageDatabase(configuration: .init(directory: URL(fileURLWithPath: directory), synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: directory), synchronizesWrites: false))
         let thumbnail = ThumbnailProcessor(size: box)
         let origin = gallery.url
         let oursCold = try await cold(pieces) { piece in
-            try await database.image(ImageRequest(url: URL(string: origin + "/gallery/image?\(piece)")!, processor: thumbnail)).data.count
+            try await database.image(for: ImageRequest(url: URL(string: origin + "/gallery/image?\(piece)")!, processor: thumbnail)).data.count
         }
 
         let thumbor = try Thumbor(origin: gallery.url)
@@ -43,7 +43,7 @@ enum PeersBench {
         let nginxCold = try await cold(pieces) { piece in try await get(edge + "/thumbs/\(piece)") }
 
         Bench.table(["cold (26 thumbnails, 8 at once)", "total ms", "p50 ms", "p99 ms", "bytes/thumbnail", "filter", "its total / ours"], [
-            row("ours (ImageDatabase + libvips, fresh directory)", oursCold, oursCold, "libvips Lanczos-3"),
+            row("ours (ImagePipeline + libvips, fresh directory)", oursCold, oursCold, "libvips Lanczos-3"),
             row("thumbor 7.8 (HTTP loader, file result storage)", thumborCold, oursCold, "Pillow LANCZOS"),
             row("nginx image_filter + proxy_cache", nginxCold, oursCold, "libgd resampled"),
         ])

@@ -1,4 +1,4 @@
-// Load images with ImageLoader: the book's actor and the article's fetch(_:) entry points.
+// Load images: the book's image(_:) and the article's fetch(_:) entry points on one pipeline.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -6,18 +6,22 @@ import FoundationNetworking
 import ImageCache
 
 // snippet.show
-let loader = ImageLoader(configuration: .init(baseURL: URL(string: "http://127.0.0.1:8080")!))
+let pipeline = ImagePipeline(configuration: .init(baseURL: URL(string: "http://127.0.0.1:8080")!))
 
 // The book's image(_:): a server path, resolved against the base URL.
-let first = try await loader.image("/gallery/image?1")
+let first = try await pipeline.image("/gallery/image?1")
 
 // The article's fetch(_ url:) and fetch(_ urlRequest:): an absolute URL, or a request with
 // headers and a cache policy of its own.
-let second = try await loader.fetch(URL(string: "http://127.0.0.1:8080/gallery/image?2")!)
+let second = try await pipeline.fetch(URL(string: "http://127.0.0.1:8080/gallery/image?2")!)
 var request = URLRequest(url: URL(string: "http://127.0.0.1:8080/gallery/image?3")!)
 request.cachePolicy = .returnCacheDataElseLoad
-let third = try await loader.fetch(request)
+let third = try await pipeline.fetch(request)
 
-// Concurrent calls for one key share one download; the result stays in memory.
-print(first.data.count, second.contentType, third.pixelSize as Any)
-for await hits in loader.inMemoryAccess.prefix(1) { print("memory hits so far: \(hits)") }
+// Where an answer came from: the same URL again is a memory hit.
+let again = try await pipeline.response(for: ImageRequest(url: URL(string: "http://127.0.0.1:8080/gallery/image?2")!))
+print(first.data.count, second.contentType, third.pixelSize as Any, again.source)  // ... memory
+print("memory hits so far: \(await pipeline.stats().memoryHits)")  // 1
+
+// Not a path: refused at once, nothing is asked.
+do { _ = try await pipeline.image("not a url at all") } catch { print(error) }  // invalidURL

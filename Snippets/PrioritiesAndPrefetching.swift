@@ -3,19 +3,23 @@ import Foundation
 import ImageCache
 
 // snippet.show
-let database = ImageDatabase()
+let database = ImagePipeline.shared  // the book's shared database: memory and a disk
 let pieces = (1...28).map { URL(string: "http://127.0.0.1:8080/gallery/image?\($0)")! }
 
 // What a person looks at goes first; background work waits, and is refused first when full.
 let shown = database.imageTask(with: ImageRequest(url: pieces[0], priority: .high))
 
 // Load what they will probably open next, at low priority, into the disk cache.
-let prefetcher = ImagePrefetcher(database: database)
-prefetcher.startPrefetching(with: pieces.dropFirst().map { ImageRequest(url: $0) })
+let prefetcher = ImagePrefetcher(pipeline: database)
+await prefetcher.startPrefetching(with: pieces.dropFirst().map { ImageRequest(url: $0) })
 
 // They opened piece 5: a request for a key being prefetched joins that work, at its priority.
 let opened = database.imageTask(with: ImageRequest(url: pieces[4], priority: .normal))
 opened.priority = .veryHigh
 
 print(try await shown.image.data.count, try await opened.image.data.count)
-prefetcher.stopPrefetching()  // what has not started leaves its queue
+await prefetcher.stopPrefetching()  // what has not started leaves its queue
+
+// A prefetch can be awaited: it returns once each image is loaded (or failed).
+let loaded = await prefetcher.prefetch(pieces.prefix(3).map { ImageRequest(url: $0) })
+print("\(loaded) of 3 held")

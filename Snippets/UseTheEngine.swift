@@ -1,20 +1,37 @@
-// The engine without the book's names: one ImagePipeline, shared by faces made over it.
+// One pipeline with one configuration: memory, a crash-safe disk, limits and a custom processor.
 import Foundation
 import ImageCache
 
 // snippet.show
+/// A processor without libvips: keeps the bytes and tags them. Its identifier is part of the
+/// cache key, so each processor's variants are cached apart from the originals.
+struct Tagged: ImageProcessing {
+    var identifier: String { "tagged" }
+
+    func process(_ image: Image) async throws -> Image {
+        guard image.data.count > 8 else { throw TooSmall(bytes: image.data.count) }
+        return Image(data: image.data, contentType: image.contentType)
+    }
+
+    struct TooSmall: Error { let bytes: Int }
+}
+
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("my-images")
-let pipeline = ImagePipeline(
-    configuration: .init(limits: .init(downloads: 4, downloadsPerHost: 2)),
-    disk: DiskStorage(directory: directory, sizeLimit: 256 * 1024 * 1024)
-)
-_ = await pipeline.setUp()  // optional: the first lookup that needs the disk does it
+let pipeline = ImagePipeline(configuration: .init(
+    diskDirectory: directory, diskSizeLimit: 256 * 1024 * 1024,
+    limits: .init(downloads: 4, downloadsPerHost: 2)
+))
+await pipeline.setUp()  // optional: the first lookup that needs the disk does it
 
 let url = URL(string: "http://127.0.0.1:8080/gallery/image?7")!
 let image = try await pipeline.image(for: ImageRequest(url: url))
-let task = pipeline.imageTask(with: ImageRequest(url: url, priority: .high))
+do {
+    let tagged = try await pipeline.response(for: ImageRequest(url: url, processor: Tagged()))
+    print(tagged.source)  // processed: made now, from the original in memory
+} catch let ImagePipeline.Error.processingFailed(processor, underlying) {
+    print(processor, underlying)  // the processor's own error, kept: Tagged.TooSmall
+}
+print(image.data.count, await pipeline.stats().memoryHits)
 
-// Code written against the book keeps its shape: its actor as a face over this pipeline.
-let loader = ImageLoader(pipeline: pipeline)
-let same = try await loader.fetch(url)  // a memory hit
-print(image.data.count, try await task.image == same, pipeline.stats().memoryHits)
+// clearMemory() empties memory; clear() empties memory and the disk.
+await pipeline.clearMemory()

@@ -25,19 +25,14 @@ import Synchronization
 /// its body. Install it with ``FastLaneHTTP1Channel`` (or `HTTPServerBuilder.http1(fastLane:)`).
 public struct FastLane: Sendable {
     /// A synchronous answer from memory, or `nil` to pass the request on. Runs on an event loop:
-    /// it must not block or wait. A responder that passes a request on may leave its route what
-    /// it found out (``Request/handoff``), so the route does not work it out again.
-    public typealias Responder = @Sendable (inout Request) -> Answer?
+    /// it must not block or wait. A request passed on reaches its route as any other: the route
+    /// works out what it needs itself (microseconds, on a path of milliseconds).
+    public typealias Responder = @Sendable (Request) -> Answer?
 
     /// What a responder sees of a request: an HTTP/1.1 `GET` or `HEAD` of an origin-form target
     /// (a path and maybe a query) without a body.
     public struct Request {
         let head: HTTPRequestHead
-
-        /// What the responder leaves for the request's route when it answers `nil`: the route
-        /// reads it as ``FastLane/handoff`` while it answers this request. It goes from the
-        /// event loop to the route inside the process, never through anything a client sends.
-        public var handoff: (any Sendable)?
 
         init(_ head: HTTPRequestHead) {
             self.head = head
@@ -103,42 +98,12 @@ public struct FastLane: Sendable {
     ///     the router's 404.
     public init(serverName: String?, now: @escaping @Sendable () -> Date = { Date() }, respond: @escaping Responder) {
         self.serverName = serverName
-        self.respond = { request in Self.hasOneSpelling(request.target) ? respond(&request) : nil }
+        self.respond = { request in Self.hasOneSpelling(request.target) ? respond(request) : nil }
         date = DateField(now: now)
     }
 
     /// Requests the lane has answered so far, on every connection; the rest went to Hummingbird.
     public var answered: Int { answers.count.load(ordering: .relaxed) }
-
-    /// What the lane's responder left (``Request/handoff``) for the request a route is
-    /// answering now (in its task, and in tasks it starts); `nil` when it left nothing, did not
-    /// see the request (the lane passes some on without asking) or there is no lane.
-    public static var handoff: (any Sendable)? { current }
-
-    /// The handoff bound for the request being answered.
-    @TaskLocal static var current: (any Sendable)?
-}
-
-/// The handoff of one connection. The lane asks its responder only when every request passed on
-/// before has been answered, so at most one handoff waits at a time: the lane leaves it on the
-/// event loop when it passes its request on, and the connection's request loop takes it as that
-/// request reaches the router (HTTP/1.1 answers a connection's requests one after another). A
-/// request passed on without asking takes nothing.
-final class Handoffs: Sendable {
-    private let pending = Mutex<(any Sendable)?>(nil)
-
-    /// The lane passes its request on with `handoff`.
-    func hand(_ handoff: any Sendable) {
-        pending.withLock { $0 = handoff }
-    }
-
-    /// The next request passed on reaches the router: what was left for it, if anything.
-    func take() -> (any Sendable)? {
-        pending.withLock { pending in
-            defer { pending = nil }
-            return pending
-        }
-    }
 }
 
 /// A count shared by every connection of a lane.

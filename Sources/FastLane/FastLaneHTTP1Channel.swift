@@ -24,7 +24,6 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public struct Connection: ServerChildChannelValue {
         /// The async channel of Hummingbird's request loop.
         public let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-        let handoffs: Handoffs?
         /// Completes when the client closes the connection or its input (``connectionEnd``).
         let end: EventLoopFuture<Void>
 
@@ -36,7 +35,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public typealias Value = Connection
 
     /// The responder Hummingbird's request loop calls: the routes', everything the lane passes
-    /// on; for a connection with a lane, with each request's handoff bound (``FastLane/handoff``).
+    /// on.
     public private(set) var responder: HTTPChannelHandler.Responder
     /// The lane; `nil` runs Hummingbird alone.
     public let lane: FastLane?
@@ -71,7 +70,6 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
             let pipeline = channel.pipeline.syncOperations
-            let handoffs = lane.map { _ in Handoffs() }
             let end = channel.eventLoop.makePromise(of: Void.self)
             channel.closeFuture.whenComplete { _ in end.succeed() }
             // Past the most connections, closed at once (after the pipeline is built: Hummingbird's
@@ -90,7 +88,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                     ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)),
                     RequestHeadCheck(),
                     RequestEndWatch(deadlines),
-                    FastLaneHandler(lane, idleTimeout: idleTimeout, handoffs: handoffs, end: end),
+                    FastLaneHandler(lane, idleTimeout: idleTimeout, end: end),
                 ])
             } else {
                 try pipeline.configureHTTPServerPipeline(
@@ -111,13 +109,12 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
                 wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)
             )
             if !admitted { channel.close(promise: nil) }
-            return Connection(asyncChannel: asyncChannel, handoffs: handoffs, end: end.futureResult)
+            return Connection(asyncChannel: asyncChannel, end: end.futureResult)
         }
     }
 
-    /// Serves the connection's passed-on requests with Hummingbird's request loop. Each request
-    /// takes the handoff the lane left for it, bound for that request alone (a task-local, so a
-    /// task its route starts sees that request's and no other's).
+    /// Serves the connection's passed-on requests with Hummingbird's request loop, with the
+    /// connection's end bound (``connectionEnd``).
     public func handle(value connection: Value, logger: Logger) async {
         await Self.$connectionEnd.withValue(connection.end) {
             await serve(connection, logger: logger)
@@ -125,19 +122,7 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     }
 
     private func serve(_ connection: Value, logger: Logger) async {
-        guard let handoffs = connection.handoffs else {
-            return await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
-        }
-        var handing = self
-        let routes = responder
-        handing.responder = { request, writer, channel in
-            // The writer is not copyable: moved into the scope through an optional.
-            var writer = Optional(writer)
-            try await FastLane.$current.withValue(handoffs.take()) {
-                try await routes(request, writer.take()!, channel)
-            }
-        }
-        await handing.handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
+        await handleHTTP(asyncChannel: connection.asyncChannel, logger: logger)
     }
 }
 

@@ -30,17 +30,14 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Bytes of answers' bodies and of the lane's answers sent on to the encoder so far: less
     /// those still waiting, what the client took (Hummingbird's heads, encoded after, are not counted).
     private var sentBytes = 0
-    /// Where a request passed on after asking the lane leaves its handoff for its route.
-    private let handoffs: Handoffs?
     /// Completed when the client closes its side of the connection
     /// (``FastLaneHTTP1Channel/connectionEnd``): the lane sees that event anyway, so its
     /// pipeline needs no handler of its own for it on every read.
     private let end: EventLoopPromise<Void>?
 
-    init(_ lane: FastLane, idleTimeout: TimeAmount?, handoffs: Handoffs? = nil, end: EventLoopPromise<Void>? = nil) {
+    init(_ lane: FastLane, idleTimeout: TimeAmount?, end: EventLoopPromise<Void>? = nil) {
         self.lane = lane
         self.machine = FastLaneStateMachine(idleTimeout: idleTimeout)
-        self.handoffs = handoffs
         self.end = end
     }
 
@@ -76,15 +73,13 @@ final class FastLaneHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 answering: head.method == .HEAD ? .headOnly : head.method == .CONNECT ? .connect : .any
             )
             if machine.headReceived(facts, isWritable: context.channel.isWritable, now: now) == .askLane, let wire {
-                var request = FastLane.Request(head)
-                if let answer = lane.respond(&request) {
+                let request = FastLane.Request(head)
+                if let answer = lane.respond(request) {
                     write(answer, head: head.method == .HEAD, wire: wire)
                     scheduleIdleCheck(machine.laneAnswered(now: now), context)
                     return
                 }
                 machine.laneDeclined(facts)
-                // Before the head goes on: its route takes it when the head reaches the router.
-                if let handoff = request.handoff { handoffs?.hand(handoff) }
             }
             context.fireChannelRead(data)
         case .body:

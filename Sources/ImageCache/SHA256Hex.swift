@@ -7,4 +7,9 @@ public enum SHA256Hex {
     public static func digest(_ bytes: [UInt8]) -> String {
         Hex.lowercase(SHA256.hash(data: bytes))
     }
+
+    /// Whether `text` is a digest in that form: 64 lowercase hex digits.
+    public static func isDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 }

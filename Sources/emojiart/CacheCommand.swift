@@ -125,7 +125,7 @@ struct CacheCommand: AsyncParsableCommand {
             }
             let database = cache.database()
             if case let .failure(error) = await database.setUp() { throw CommandFailure("\(error)") }
-            let before = database.storage.usage
+            let before = database.disk?.usage ?? (entries: 0, bytes: 0)
             await database.clear()
             print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
         }

@@ -10,14 +10,23 @@ struct CacheOptions: ParsableArguments {
     var cacheDir: String?
 
     var directory: URL {
-        cacheDir.map { URL(fileURLWithPath: $0) } ?? ImageDatabase.Configuration.defaultDirectory
+        cacheDir.map { URL(fileURLWithPath: $0) } ?? Self.defaultDirectory
     }
 
-    func database() -> ImageDatabase {
-        ImageDatabase(
-            configuration: .init(directory: directory, loader: .init()),
-            fetcher: EmojiArtModel.galleryFetcher(),
-            logger: Logger(label: "cache")
-        )
+    /// The app's own directory: `$XDG_CACHE_HOME/emojiart`, else `~/.cache/emojiart` (the
+    /// library's default is named after the library).
+    static var defaultDirectory: URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("emojiart")
+        }
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+        return URL(fileURLWithPath: home).appendingPathComponent(".cache/emojiart")
+    }
+
+    func database() -> ImagePipeline {
+        ImagePipeline(configuration: .init(
+            diskDirectory: directory, fetcher: EmojiArtModel.galleryFetcher(), logger: Logger(label: "cache")
+        ))
     }
 }

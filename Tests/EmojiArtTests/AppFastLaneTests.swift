@@ -19,7 +19,7 @@ import GalleryFeed
         let lanePort: Int
         let plainPort: Int
         let lane: FastLane
-        let database: ImageDatabase
+        let database: ImagePipeline
         let services: AppServices
     }
 
@@ -125,25 +125,24 @@ import GalleryFeed
             // format at once, ImageFormatTests): these are made beforehand, on disk only, so each
             // one's first request is a miss the route answers from disk, as for the PNGs.
             let made = [1, 2].compactMap { twins.services.variant(piece: 5, kind: .init(route: .thumbs, density: $0, format: .webp))?.request }
-            let prefetcher = ImagePrefetcher(database: twins.database)
-            prefetcher.startPrefetching(with: made)
-            let disk = try #require(twins.database.pipeline.disk)
-            for await _ in twins.database.onSchedulingChange where made.allSatisfy({ disk.contains(key: $0.cacheKey) }) { break }
-            withExtendedLifetime(prefetcher) {}  // its deinit would cancel the prefetches
-            #expect(made.count == 2 && made.allSatisfy { twins.database.pipeline.memory.peek($0.cacheKey) == nil })
+            let prefetcher = ImagePrefetcher(pipeline: twins.database)
+            let disk = try #require(twins.database.disk)
+            #expect(await prefetcher.prefetch(made) == made.count)
+            #expect(made.allSatisfy { disk.contains(key: $0.cacheKey) })
+            #expect(made.count == 2 && made.allSatisfy { twins.database.memory.peek($0.cacheKey) == nil })
             let unknown = try await ask(twins.plainPort, "/no-such-route")
             #expect(unknown.status == 404)
             var etag = ""
             for (path, method, template, byLane) in cases {
                 let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }
-                let hitsBefore = twins.database.stats().memoryHits
+                let hitsBefore = await twins.database.stats().memoryHits
                 let answeredBefore = twins.lane.answered
                 let viaLane = try await ask(twins.lanePort, path, method: method, fields: fields)
-                let laneHits = twins.database.stats().memoryHits - hitsBefore
+                let laneHits = await twins.database.stats().memoryHits - hitsBefore
                 #expect(twins.lane.answered - answeredBefore == (byLane ? 1 : 0), "\(method) \(path) \(fields)")
-                let plainBefore = twins.database.stats().memoryHits
+                let plainBefore = await twins.database.stats().memoryHits
                 let viaRouter = try await ask(twins.plainPort, path, method: method, fields: fields)
-                let plainHits = twins.database.stats().memoryHits - plainBefore
+                let plainHits = await twins.database.stats().memoryHits - plainBefore
                 #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
                 if etag.isEmpty { etag = try #require(viaRouter["etag"]) }
                 #expect(viaLane["date"] != nil && viaRouter["date"] != nil)
@@ -168,7 +167,7 @@ import GalleryFeed
             }
             // The metrics route (passed on) shows the lane's hits with the router's.
             let metrics = String(decoding: try await ask(twins.lanePort, "/metrics").body, as: UTF8.self)
-            let memoryHits = twins.database.stats().memoryHits
+            let memoryHits = await twins.database.stats().memoryHits
             #expect(metrics.contains(#"emojiart_cache_hits_total{tier="memory"} \#(memoryHits)"#))
         }
     }
@@ -282,7 +281,7 @@ import GalleryFeed
         try await withLiveServer({ try await Gallery.buildApplication(galleryConfiguration, onServerRunning: $0) }) { galleryPort in
             #expect(try await closesHalfAHead(galleryPort), "the gallery, fast lane \(fastLane)")
             let directory = TemporaryDirectory()
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             var configuration = AppConfiguration(
                 port: 0, galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, trust: testGalleryTrust, fastLane: fastLane
             )

@@ -11,7 +11,7 @@ import TestSupport
 /// once the catalog is shown, landing on disk without counting as hits; the stages on /metrics.
 @Suite(.timeLimit(.minutes(3))) struct AppSchedulingTests {
     /// The app's router against a live gallery, once verification has finished.
-    func withVerifiedApp(_ body: @Sendable (any TestClientProtocol, ImageDatabase) async throws -> Void) async throws {
+    func withVerifiedApp(_ body: @Sendable (any TestClientProtocol, ImagePipeline) async throws -> Void) async throws {
         try await withGallery { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             let model = makeModel(galleryURL, database)
@@ -24,27 +24,27 @@ import TestSupport
 
     @Test func showingTheCatalogPrefetchesEveryDetailsImageToDiskWithoutCountingHits() async throws {
         try await withVerifiedApp { client, database in
-            let before = database.stats()
+            let before = await database.stats()
             try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
             // 26 served pieces: 26 details variants made, in the background, then on disk.
             // Each disk write that ends is a change: the 26th is the last.
-            for await _ in database.onSchedulingChange where database.stats().diskEntries == before.diskEntries + 26 {
+            for await _ in await database.onSchedulingChange where await database.stats().diskEntries == before.diskEntries + 26 {
                 break
             }
-            let after = database.stats()
+            let after = await database.stats()
             #expect(after.memoryHits == before.memoryHits && after.diskHits == before.diskHits, "prefetches are not hits")
             #expect(after.originFetches == before.originFetches, "made from the verified originals")
             #expect(after.scheduling.processing.started - before.scheduling.processing.started == 26)
 
             // Opening a details page now answers from disk: no processing.
             try await client.execute(uri: "/large/5", method: .get) { #expect($0.status == .ok) }
-            let opened = database.stats()
+            let opened = await database.stats()
             #expect(opened.diskHits == after.diskHits + 1)
             #expect(opened.scheduling.processing.started == after.scheduling.processing.started)
 
             // Loading the catalog again prefetches nothing again: no disk read, no processing.
             try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
-            let again = database.stats().scheduling
+            let again = await database.stats().scheduling
             #expect(again.diskReads.started == opened.scheduling.diskReads.started)
             #expect(again.processing.started == opened.scheduling.processing.started)
         }

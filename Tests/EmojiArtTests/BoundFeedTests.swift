@@ -27,8 +27,8 @@ import TestSupport
         }
     }
 
-    func database() -> ImageDatabase {
-        ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+    func database() -> ImagePipeline {
+        ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
     }
 
     static func revise(_ galleryURL: URL) async throws {
@@ -133,7 +133,7 @@ import TestSupport
     @Test func offlineOnlyTheNewestAcceptedFeedOfTheGalleryIsShown() async throws {
         let trust = testGalleryTrust
         let other = TemporaryDirectory()
-        func otherDatabase() -> ImageDatabase { ImageDatabase(configuration: .init(directory: other.url, synchronizesWrites: false)) }
+        func otherDatabase() -> ImagePipeline { ImagePipeline(configuration: .init(diskDirectory: other.url, synchronizesWrites: false)) }
         let (galleryURL, old, new) = try await withGallery { galleryURL in
             let old = try await EmojiArtModel(galleryURL: galleryURL, database: database(), trust: trust).loadImages()
             try await Self.revise(galleryURL)

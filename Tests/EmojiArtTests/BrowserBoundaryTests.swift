@@ -13,7 +13,7 @@ import TestSupport
 @Suite(.timeLimit(.minutes(3))) struct BrowserBoundaryTests {
     struct Server {
         let port: Int
-        let database: ImageDatabase
+        let database: ImagePipeline
         let metrics: AppMetrics
     }
 
@@ -64,7 +64,7 @@ import TestSupport
             var refusals = 0
             for (template, refused) in Self.posts {
                 let fields = template.map { $0.replacingOccurrences(of: "PORT", with: "\(server.port)") }
-                let entries = server.database.stats().diskEntries
+                let entries = await server.database.stats().diskEntries
                 #expect(entries > 0, "the disk cache holds the verified originals")
                 let answer = try await ask(server.port, "/cache/clear-disk", method: "POST", fields: fields)
                 if refused {
@@ -72,10 +72,10 @@ import TestSupport
                     #expect(answer.status == 403, "\(fields)")
                     #expect(answer["content-type"]?.hasPrefix("text/html") == true)
                     #expect(String(decoding: answer.body, as: UTF8.self).contains("this request came from another site"), "a page that says why")
-                    #expect(server.database.stats().diskEntries == entries, "\(fields): the disk cache is untouched")
+                    #expect(await server.database.stats().diskEntries == entries, "\(fields): the disk cache is untouched")
                 } else {
                     #expect(answer.status == 303, "\(fields): \(answer)")
-                    #expect(server.database.stats().diskEntries == 0, "\(fields): the disk cache is cleared")
+                    #expect(await server.database.stats().diskEntries == 0, "\(fields): the disk cache is cleared")
                     // Filled again for the next case: a thumbnail made from an original fetched anew.
                     await server.database.clearMemory()
                     #expect(try await ask(server.port, "/thumbs/5").status == 200)
@@ -117,13 +117,13 @@ import TestSupport
     @Test func retryAndClearMemoryAreGuardedToo() async throws {
         try await withServer { (server: Server) async throws in
             let cross = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: cross-site"]
-            #expect(server.database.stats().memoryEntries > 0)
+            #expect(await server.database.stats().memoryEntries > 0)
             #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: cross).status == 403)
-            #expect(server.database.stats().memoryEntries > 0)
+            #expect(await server.database.stats().memoryEntries > 0)
             #expect(try await ask(server.port, "/retry", method: "POST", fields: cross).status == 403)
             let same = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: same-origin", "Origin: http://127.0.0.1:\(server.port)"]
             #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: same).status == 303)
-            #expect(server.database.stats().memoryEntries == 0)
+            #expect(await server.database.stats().memoryEntries == 0)
         }
     }
 
@@ -134,7 +134,7 @@ import TestSupport
         try await withServer { (server: Server) async throws in
             let field = "Host: " + host.replacingOccurrences(of: "PORT", with: "\(server.port)")
             #expect(try await ask(server.port, "/thumbs/5").status == 200)  // a memory hit now
-            let entries = server.database.stats().diskEntries
+            let entries = await server.database.stats().diskEntries
             for (path, method) in [("/", "GET"), ("/pieces/4", "GET"), ("/stats", "GET"), ("/metrics", "GET"), ("/health", "GET"),
                                    ("/events", "GET"), ("/thumbs/5", "GET"), ("/thumbs/5", "HEAD"), ("/large/5", "GET"),
                                    ("/assets/app.js", "GET"), ("/nowhere", "GET"), ("/cache/clear-disk", "POST")] {
@@ -142,7 +142,7 @@ import TestSupport
                 #expect(answer.status == 421, "\(method) \(path) with \(field)")
                 #expect(answer["x-content-type-options"] == "nosniff")
             }
-            #expect(server.database.stats().diskEntries == entries)
+            #expect(await server.database.stats().diskEntries == entries)
             #expect(try await metric(server, #"emojiart_refused_requests_total{reason="foreign_host"} 12"#))
         }
     }

@@ -102,13 +102,13 @@ import TestSupport
 
             // App start: the model loads its catalog through the same stored entry.
             try plant()
-            let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+            let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
             let model = EmojiArtModel(
                 galleryURL: URL(string: gallery)!, database: database, trust: .pinned(fingerprint: key.fingerprint)
             )
             let feed = try await model.loadImages()
             #expect(feed.count == 87)
-            #expect(database.stats().corruptEntries == 1)
+            #expect(await database.stats().corruptEntries == 1)
         }
     }
 }

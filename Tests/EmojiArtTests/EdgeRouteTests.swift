@@ -219,7 +219,7 @@ import TestSupport
     /// list, or named as kept off both (`/stats`, `/metrics`): a new route must be placed.
     @Test func everyRouteOfTheServersIsListedOrKeptOffOnPurpose() async throws {
         let directory = TemporaryDirectory()
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), fetcher: EmojiArtModel.galleryFetcher())
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false, fetcher: EmojiArtModel.galleryFetcher()))
         let galleryURL = URL(string: "http://127.0.0.1:1")!
         let app = try EmojiArtApp.buildRouter(
             AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: makeModel(galleryURL, database), database: database

@@ -198,8 +198,8 @@ enum ExtremeEntries {
             let storage = DiskStorage(directory: directory.url)
             try storage.setUp()
             try Data(bytes).write(to: directory.url.appendingPathComponent(storage.fileName(forKey: key)))
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
-            _ = try? await database.image(ImageRequest(url: URL(string: key)!, cachePolicy: .returnCacheDataDontLoad))
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            _ = try? await database.image(for: ImageRequest(url: URL(string: key)!, cachePolicy: .returnCacheDataDontLoad))
             _ = await database.cachedImage(forKey: key)
         }
     }

@@ -28,7 +28,7 @@ import TestSupport
     }
 
     func model(_ proxy: TamperingProxy, _ proxyURL: URL, offline: Bool = false) -> EmojiArtModel {
-        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false), now: clock.now)
+        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false), now: clock.now)
         // The model's own default interval (30 s): the one the app runs with.
         return EmojiArtModel(galleryURL: proxyURL, database: database, trust: trust, now: clock.now, offline: offline, galleryOrigin: proxy.galleryOrigin)
     }

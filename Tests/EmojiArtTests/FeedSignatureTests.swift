@@ -108,7 +108,7 @@ import TestSupport
                 #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
                 #expect(elsewhere.totalRequests == 0)
                 let failure = await #expect(throws: ImagePipeline.Error.self) {
-                    try await database.image(model.imageRequest(model.imageFeed[0]))
+                    try await database.image(for: model.imageRequest(model.imageFeed[0]))
                 }
                 #expect(failure?.description.contains("302") == true, "\(String(describing: failure))")
             }
@@ -147,7 +147,7 @@ import TestSupport
                 await model.loadAndVerify()
                 guard case let .failed(message) = model.phase.value else { Issue.record("not failed: \(model.phase.value)"); return }
                 #expect(message.contains("could not be authenticated"))
-                let stats = database.stats()
+                let stats = await database.stats()
                 #expect(stats.originFetches == 0 && stats.diskEntries == 0 && stats.memoryEntries == 0)
                 // The page says why, with Retry; /metrics counts the refusals by reason.
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
@@ -201,7 +201,7 @@ import TestSupport
         let directory = TemporaryDirectory()
         let configuration = GalleryConfiguration(port: 0, signingKey: testGalleryKey, now: { Date().addingTimeInterval(-7_200) })
         try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, database)
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .expired(expires, now))? = error else {
@@ -224,7 +224,7 @@ import TestSupport
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.mismatched == 3 && progress.verified == 75)
-                #expect(database.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
+                #expect(await database.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
                 let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
                 try await Application(router: router).test(.router) { client in
@@ -244,7 +244,7 @@ import TestSupport
         let store = TrustStore(file: data.url.appendingPathComponent("trusted-galleries.json"))
         let other = SigningKey()
         let directory = TemporaryDirectory()
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         try await withGallery { galleryURL, _ in
             // The same gallery after it rotated its key: another server, the same public origin.
             let galleryOrigin = galleryURL.originKey
@@ -282,7 +282,7 @@ import TestSupport
                     #expect(message.contains(testGalleryKey.fingerprint) && message.contains(other.fingerprint) && message.contains("emojiart trust"))
                     // With nothing stored, the refusal is the whole answer.
                     let emptyDirectory = TemporaryDirectory()
-                    let empty = ImageDatabase(configuration: .init(directory: emptyDirectory.url, synchronizesWrites: false))
+                    let empty = ImagePipeline(configuration: .init(diskDirectory: emptyDirectory.url, synchronizesWrites: false))
                     let nothingStored = EmojiArtModel(galleryURL: proxyURL, database: empty, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     let error = await #expect(throws: EmojiArtModel.Error.self) { try await nothingStored.loadImages() }
                     #expect(error == .unauthenticatedFeed(url: proxyURL.absoluteString + "/gallery/images", failure: failure))

@@ -34,7 +34,7 @@ import TestSupport
 
     /// A sync in a new process, as far as the cache knows: a new database over the same directory.
     func sync(_ galleryURL: URL, offline: Bool = false) async throws -> Sync.Report {
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
         let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now, offline: offline)
         return try await Sync(model: model).run()
     }
@@ -100,7 +100,7 @@ import TestSupport
     @Test func aRevisionShowsNewArtAndRemakesItsThumbnailsOnce() async throws {
         try await withGallery { gallery in
             _ = try await sync(gallery)
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
             let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
             try await model.loadImages()
             let thumbnail = ThumbnailProcessor(size: 200)
@@ -108,7 +108,7 @@ import TestSupport
                 var result: [Int: [UInt8]] = [:]
                 for piece in pieces {
                     let file = try #require(model.feedByPiece.value[piece])
-                    result[piece] = try await database.image(model.imageRequest(file, processor: thumbnail)).data
+                    result[piece] = try await database.image(for: model.imageRequest(file, processor: thumbnail)).data
                 }
                 return result
             }
@@ -143,7 +143,7 @@ import TestSupport
 
     @Test func theWebAppNoticesARevisionWhenTheCatalogIsLoaded() async throws {
         try await withGallery { gallery in
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
             let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
             let configuration = AppConfiguration(port: 0, galleryURL: gallery, trust: trust)
             let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
@@ -185,7 +185,7 @@ import TestSupport
                     let new = try await thumbnail(piece)
                     #expect(new != old[piece], "piece \(piece) shows its new art")
                 }
-                #expect(database.stats().refreshed == 3)
+                #expect(await database.stats().refreshed == 3)
                 let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
                 #expect(metrics.contains("emojiart_refreshed_total 3"), "\(metrics)")
             }
@@ -213,10 +213,10 @@ import TestSupport
             await #expect(throws: EmojiArtModel.Error.self) { try await sync(gallery, offline: true) }
             _ = try await sync(gallery)
             // One original gone from the cache, and its thumbnail with it.
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
             await database.setUp()
-            database.storage.remove(forKey: gallery.absoluteString + "/gallery/image?5")
-            database.storage.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor(size: 200).identifier)
+            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5")
+            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor(size: 200).identifier)
             let before = try await counts(gallery)
             clock.advance(by: 86_400)
             let offline = try await sync(gallery, offline: true)
@@ -238,7 +238,7 @@ import TestSupport
             return gallery
         }
         clock.advance(by: 7_200)  // stale, and nobody to ask
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
         let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now)
         await model.loadAndVerify()
         #expect(model.feedOrigin.value?.isGalleryUnreachable == true)
@@ -246,7 +246,7 @@ import TestSupport
         // At least once per piece, not exactly: an image made from an original gets its own
         // stale answer unless it joins a load of that original still in flight, which depends
         // on timing (64 to 66 in three runs on 2026-11-26).
-        #expect(database.stats().staleAnswers >= 26, "each piece at least once")
+        #expect(await database.stats().staleAnswers >= 26, "each piece at least once")
         let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust)
         let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))

@@ -16,8 +16,8 @@ func withGallery<T: Sendable>(
     faults: FaultInjection = .none,
     gate: ImageGate? = nil,
     catalog: ArtCatalog = .book,
-    loader: ImageLoader.Configuration = .init(),
-    _ body: (_ galleryURL: URL, _ database: ImageDatabase) async throws -> T
+    loader: ImagePipeline.Configuration = .init(),
+    _ body: (_ galleryURL: URL, _ database: ImagePipeline) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
     let configuration = GalleryConfiguration(
@@ -25,9 +25,10 @@ func withGallery<T: Sendable>(
     )
     return try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
         // As the app's: over the gallery's client, which follows no redirect.
-        let database = ImageDatabase(
-            configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader), fetcher: EmojiArtModel.galleryFetcher()
-        )
+        var configuration = loader
+        (configuration.diskDirectory, configuration.synchronizesWrites) = (directory.url, false)
+        configuration.fetcher = EmojiArtModel.galleryFetcher()
+        let database = ImagePipeline(configuration: configuration)
         return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
     }
 }
@@ -66,7 +67,7 @@ var testGalleryTrust: GalleryTrust { .pinned(fingerprint: testGalleryKey.fingerp
 /// (a `feedCheckInterval` of zero): the tests of what a check does are not about how often;
 /// `FeedCheckIntervalTests` hold the model's own default.
 func makeModel(
-    _ galleryURL: URL, _ database: ImageDatabase, concurrency: Int = 8, galleryOrigin: String? = nil,
+    _ galleryURL: URL, _ database: ImagePipeline, concurrency: Int = 8, galleryOrigin: String? = nil,
     feedCheckInterval: Duration = .zero
 ) -> EmojiArtModel {
     EmojiArtModel(
@@ -80,7 +81,7 @@ func makeModel(
 /// (`--allowed-host`), and whatever else `configure` sets.
 func withVerifiedApp(
     allowedHosts: [String] = [], fastLane: Bool = true, configure: (inout AppConfiguration) -> Void = { _ in },
-    _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
+    _ body: (_ port: Int, _ database: ImagePipeline, _ services: AppServices) async throws -> Void
 ) async throws {
     try await withGallery { galleryURL, database in
         try await withVerifiedApp(
@@ -93,9 +94,9 @@ func withVerifiedApp(
 /// A real app server on 127.0.0.1:0 (fast lane on) against the gallery at `galleryURL`, after
 /// verification finished.
 func withVerifiedApp(
-    galleryURL: URL, database: ImageDatabase, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
+    galleryURL: URL, database: ImagePipeline, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
     configure: (inout AppConfiguration) -> Void = { _ in },
-    _ body: (_ port: Int, _ database: ImageDatabase, _ services: AppServices) async throws -> Void
+    _ body: (_ port: Int, _ database: ImagePipeline, _ services: AppServices) async throws -> Void
 ) async throws {
     var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
     configure(&configuration)

@@ -11,7 +11,7 @@ import TestSupport
 /// `HEAD` without a body, and `Cache-Control` as each `--http-cache` mode says.
 @Suite struct ImageAnswerTests {
     func withApp(
-        _ mode: HTTPCacheMode, _ body: @Sendable (any TestClientProtocol, ImageDatabase) async throws -> Void
+        _ mode: HTTPCacheMode, _ body: @Sendable (any TestClientProtocol, ImagePipeline) async throws -> Void
     ) async throws {
         try await withGallery { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: mode)
@@ -34,13 +34,13 @@ import TestSupport
             #expect(etag == "\"\(SHA256Hex.digest(bytes))\"", "strong, from the payload's hash")
             try await client.execute(uri: "/thumbs/5", method: .get) { #expect($0.headers[.eTag] == etag) }  // stable
 
-            let before = database.stats().memoryHits
+            let before = await database.stats().memoryHits
             try await client.execute(uri: "/thumbs/5", method: .get, headers: [.ifNoneMatch: etag]) { response in
                 #expect(response.status == .notModified)
                 #expect(response.body.readableBytes == 0)
                 #expect(response.headers[.eTag] == etag && response.headers[.cacheControl] == cacheControl)
             }
-            #expect(database.stats().memoryHits == before + 1, "a 304 still counts what the cache did")
+            #expect(await database.stats().memoryHits == before + 1, "a 304 still counts what the cache did")
             try await client.execute(uri: "/thumbs/5", method: .get, headers: [.ifNoneMatch: "\"other\""]) {
                 #expect($0.status == .ok && $0.body.readableBytes == bytes.count)
             }

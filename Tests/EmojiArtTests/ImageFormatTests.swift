@@ -34,14 +34,14 @@ import TestSupport
 
     /// Waits, on the database's own change stream, until `request`'s image is cached (in memory
     /// or on disk).
-    static func waitUntilCached(_ request: ImageRequest, in database: ImageDatabase) async {
+    static func waitUntilCached(_ request: ImageRequest, in database: ImagePipeline) async {
         if database.isCached(request) { return }
-        for await _ in database.onSchedulingChange where database.isCached(request) { return }
+        for await _ in await database.onSchedulingChange where database.isCached(request) { return }
     }
 
     /// Waits, likewise, until `request`'s image is in memory: the lane answers it from there.
-    static func waitUntilInMemory(_ request: ImageRequest, in database: ImageDatabase) async {
-        for await _ in database.onSchedulingChange where database.pipeline.memory.peek(request.cacheKey) != nil { return }
+    static func waitUntilInMemory(_ request: ImageRequest, in database: ImagePipeline) async {
+        for await _ in await database.onSchedulingChange where database.memory.peek(request.cacheKey) != nil { return }
     }
 
     @Test func eachAcceptGetsItsFormatAndEveryAnswerVaries() async throws {
@@ -159,59 +159,9 @@ import TestSupport
         }
     }
 
-    @Test func theBackgroundWaitsForAQuietMomentButNotForever() async throws {
-        try await withVerifiedApp { _, database, services in
-            let clock = ManualClock()
-            let encoder = BackgroundEncoder(database: database, quietPeriod: .milliseconds(50), longestWait: .milliseconds(100), clock: clock)
-            func request(_ piece: Int) throws -> ImageRequest {
-                try #require(services.variant(piece: piece, kind: .init(route: .thumbs, density: 1, format: .avif))).request
-            }
-            let (first, second) = (try request(3), try request(4))
-            let started = database.stats().scheduling.processing.started
-
-            // A request at 40 ms: no quiet period yet at 50 ms, one more from there.
-            encoder.make(first)
-            #expect(encoder.count == 1)
-            await clock.waitForSleepers(1)
-            clock.advance(by: .milliseconds(40))
-            encoder.noteRequest()
-            clock.advance(by: .milliseconds(10))
-            await clock.waitForSleepers(1)
-            #expect(database.stats().scheduling.processing.started == started && !database.isCached(first), "not at 50 ms")
-            clock.advance(by: .milliseconds(50))
-            await Self.waitUntilCached(first, in: database)
-            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
-
-            // Requests that never pause: the variant starts 100 ms after it was asked for all the
-            // same. Each request is noted while the encoder sleeps, so each look it takes is known.
-            encoder.make(second)  // 100 ms: quiet until 150?
-            await clock.waitForSleepers(1)
-            clock.advance(by: .milliseconds(30))
-            encoder.noteRequest()  // 130: no
-            clock.advance(by: .milliseconds(30))  // 160: it wakes, and sleeps until the longest wait's end, 200
-            await clock.waitForSleepers(1)
-            encoder.noteRequest()  // 160
-            clock.advance(by: .milliseconds(30))
-            #expect(!database.isCached(second), "not at 190 ms")
-            encoder.noteRequest()  // 190
-            clock.advance(by: .milliseconds(10))  // 200: the longest wait is over
-            await Self.waitUntilCached(second, in: database)
-            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
-            #expect(database.stats().scheduling.processing.started == started + 2)
-
-            // A variant no longer wanted when its turn comes (a new edition arrived) is dropped.
-            let third = try request(5)
-            encoder.make(third) { false }
-            await clock.waitForSleepers(1)
-            clock.advance(by: .milliseconds(50))
-            for await _ in encoder.changes.stream() where encoder.count == 0 { break }
-            #expect(!database.isCached(third) && database.stats().scheduling.processing.started == started + 2)
-        }
-    }
-
     @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
         try await withVerifiedApp { port, database, services in
-            let before = database.stats().scheduling.processing.started
+            let before = await database.stats().scheduling.processing.started
             let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
             let answers = try await withThrowingTaskGroup(of: Answer.self) { group in
                 for index in 0..<24 {
@@ -227,17 +177,18 @@ import TestSupport
             #expect(Set(answers.filter { $0.fields["content-type"] == "image/webp" }.map(\.body)).count <= 1, "one WebP")
 
             // A new process, as far as the cache knows: the same directory, a new database.
-            let disk = try #require(database.pipeline.disk)
+            let disk = try #require(database.disk)
             if !disk.contains(key: webp.cacheKey) {
                 // Each disk write that ends is a change.
-                for await _ in database.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
+                for await _ in await database.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
             }
-            #expect(database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
+            #expect(await database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
             let directory = disk.directory
-            let restarted = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
-            let image = try await restarted.image(webp)
+            let restarted = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
+            let image = try await restarted.image(for: webp)
             #expect(image.contentType == "image/webp")
-            #expect(restarted.stats().diskHits == 1 && restarted.stats().scheduling.processing.started == 0)
+            let stats = await restarted.stats()
+            #expect(stats.diskHits == 1 && stats.scheduling.processing.started == 0)
         }
     }
 

@@ -32,7 +32,7 @@ import GalleryFeed
             let requests = try await galleryImageRequests(galleryURL)
             #expect(requests.values.reduce(0, +) == 29)
             #expect(requests.values.allSatisfy { $0 == 1 })
-            #expect(database.stats().originFetches == 29)
+            #expect(await database.stats().originFetches == 29)
             // Statuses line up with the feed.
             let entries = await model.entries
             for (file, status) in entries {
@@ -53,7 +53,7 @@ import GalleryFeed
             #expect(result.verified + result.mismatched + result.missing + result.failed == 87)
             // Nothing that failed its checksum was cached: the verified originals, the feed and the
             // three missing pieces' 404s (known-missing entries).
-            let stats = database.stats()
+            let stats = await database.stats()
             #expect(stats.diskEntries == result.verified / 3 + 1 + 3)
         }
     }
@@ -96,7 +96,7 @@ import GalleryFeed
     @Test func aDeadGalleryEndsInAFailedPhaseWithAMessage() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let database = ImageDatabase(configuration: .init(directory: directory))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory))
         let model = makeModel(URL(string: "http://127.0.0.1:9")!, database)
         await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
         await model.loadAndVerify()

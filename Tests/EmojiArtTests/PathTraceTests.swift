@@ -51,12 +51,12 @@ import TestSupport
         let galleryURL = try #require(URL(string: String(announcement[address].dropFirst("serving ".count))))
 
         let cache = TemporaryDirectory()
-        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
         try await withVerifiedApp(galleryURL: galleryURL, database: database, trust: .firstUse(testTrustStore())) { port, database, _ in
             // Cold: neither piece 7's thumbnail nor its original in memory or on disk.
             await database.clearMemory()
             await database.clear()
-            let before = database.stats()
+            let before = await database.stats()
             for name in ["cold", "hit"] {
                 emojiart_profile_reset()
                 let status = try await RawHTTPConnection.with(port: port) { connection in
@@ -66,7 +66,7 @@ import TestSupport
                 #expect(emojiart_profile_write(directory + "/\(name).profraw", rest) == 0)
                 #expect(status == 200, "\(name)")
             }
-            let after = database.stats()
+            let after = await database.stats()
             // The cold request fetched the original; the second was a memory hit.
             #expect(after.originFetches == before.originFetches + 1)
             #expect(after.memoryHits == before.memoryHits + 1)

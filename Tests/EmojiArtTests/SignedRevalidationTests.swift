@@ -145,7 +145,7 @@ import TestSupport
         let clock = TestWallClock(Date())
         let trust = testGalleryTrust
         let directory = TemporaryDirectory()
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         let gallery = GalleryConfiguration(port: 0, signingKey: testGalleryKey, now: clock.now)
         try await withLiveServer({ try await Gallery.buildApplication(gallery, onServerRunning: $0) }) { port in
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:\(port)")!)
@@ -189,7 +189,7 @@ import TestSupport
         let gallery = GalleryConfiguration(port: 0, signingKey: testGalleryKey, signatureLifetime: .seconds(2 * 86_400))
         try await withLiveServer({ try await Gallery.buildApplication(gallery, onServerRunning: $0) }) { port in
             let directory = TemporaryDirectory()
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, database)
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .lifetimeTooLong(seconds, maximum))? = error else {

@@ -10,25 +10,25 @@ import TestSupport
 @Suite(.timeLimit(.minutes(3))) struct StatsBroadcastTests {
     @Test func hitsWithinAnIntervalGoOutAsOneEventWithTheLastCountsOnlyWhileAStreamIsOpen() async throws {
         let directory = TemporaryDirectory()
-        let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         _ = try await database.setUp().get()
-        let encoder = BackgroundEncoder(database: database)
+        let encoder = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
         let clock = ManualClock()
-        let broadcast = StatsBroadcast(database: database, backgroundEncoder: encoder, interval: .milliseconds(100), clock: clock)
+        let broadcast = StatsBroadcast(database: database, encoder: encoder, interval: .milliseconds(100), clock: clock)
         let running = Task { try await broadcast.run() }
         defer { running.cancel() }
         let request = ImageRequest(url: URL(string: "http://127.0.0.1:1/a")!)
-        database.imageLoader.add(Image(data: [1, 2, 3], contentType: "image/png"), forKey: request.cacheKey)
+        await database.add(Image(data: [1, 2, 3], contentType: "image/png"), forKey: request.cacheKey)
 
         // No stream open: nothing is read, and a hit follows no counter.
-        #expect(database.memoryImage(for: request) != nil)
+        #expect(database.cachedImage(for: request) != nil)
         #expect(broadcast.latest.value.sequence == 0 && clock.sleeperCount == 0)
 
         // A stream starts with the counts of its opening; then the broadcast reads every interval.
-        var events = broadcast.events().makeAsyncIterator()
+        var events = await broadcast.events().makeAsyncIterator()
         #expect(try #require(await events.next()).contains("\"memoryHits\":1"))
         await clock.waitForSleepers(1)
-        for _ in 0..<3 { #expect(database.memoryImage(for: request) != nil) }
+        for _ in 0..<3 { #expect(database.cachedImage(for: request) != nil) }
         let before = broadcast.latest.value.sequence
         clock.advance(by: .milliseconds(100))
         let next = try #require(await events.next())
@@ -43,6 +43,6 @@ import TestSupport
         #expect(broadcast.latest.value.sequence == published, "the same counts are not sent again")
 
         // A new stream's own counts are read after every publication before it.
-        #expect(broadcast.current().sequence > published)
+        #expect(await broadcast.current().sequence > published)
     }
 }

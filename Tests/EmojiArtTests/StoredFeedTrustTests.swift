@@ -23,8 +23,8 @@ import GalleryFeed
     let trust = testGalleryTrust
 
     /// A new start of the app over the test's cache and trust file.
-    func start(_ galleryURL: URL, offline: Bool = false) -> (EmojiArtModel, ImageDatabase) {
-        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+    func start(_ galleryURL: URL, offline: Bool = false) -> (EmojiArtModel, ImagePipeline) {
+        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
         return (EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, offline: offline), database)
     }
 
@@ -34,7 +34,7 @@ import GalleryFeed
     @discardableResult
     static func forgeStoredFeed(of galleryURL: URL, in directory: URL) async throws -> Double {
         let key = SignedRevalidationTests.feedKey(galleryURL)
-        let database = ImageDatabase(configuration: .init(directory: directory, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
         let found = await database.cachedImage(forKey: key)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
@@ -177,7 +177,7 @@ import GalleryFeed
         }
         let gallery = "http://127.0.0.1:\(port)"
         let feedKey = gallery + "/gallery/images#verified-by=" + key.fingerprint
-        let database = ImageDatabase(configuration: .init(directory: cache.url, synchronizesWrites: false))
+        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
         let found = await database.cachedImage(forKey: feedKey)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))

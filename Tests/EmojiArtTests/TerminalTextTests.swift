@@ -17,12 +17,12 @@ import TestSupport
     /// A hostile gallery's name for a piece that failed: erase the line, go back, print a forged
     /// "all good" in green, retitle the window, write the clipboard, a C1 CSI, a new line, and a
     /// right-to-left override. The summary shows every one of them, obeys none.
-    @Test func aGallerysWordsAreShownNotObeyed() {
+    @Test func aGallerysWordsAreShownNotObeyed() async {
         let hostile = "Innocent\u{1B}[2K\r\u{1B}[32mverified 87 (all good)\u{1B}]0;owned\u{07}\u{1B}]52;c;aGk=\u{07}\u{9B}31m\nforged line\u{202E}gnp.exe"
         let directory = TemporaryDirectory()
         let report = Sync.Report(
             progress: VerificationProgress(total: 1), thumbnails: 0,
-            stats: ImageDatabase(configuration: .init(directory: directory.url)).stats(), duration: .seconds(1),
+            stats: await ImagePipeline(configuration: .init(diskDirectory: directory.url)).stats(), duration: .seconds(1),
             problems: [(ImageFile(name: hostile, url: "http://127.0.0.1/gallery/image?7\u{1B}[8m", price: 1, checksum: ""), .failed("the server said \u{1B}[41mno"))],
             feedKey: nil, feedOrigin: nil
         )

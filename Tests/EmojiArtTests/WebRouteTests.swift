@@ -15,7 +15,7 @@ import GalleryFeed
     /// The app's router against a live gallery, after verification finished.
     func withApp<T: Sendable>(
         faults: FaultInjection = .none, gate: ImageGate? = nil, ready: Bool = true,
-        _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImageDatabase) async throws -> T
+        _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImagePipeline) async throws -> T
     ) async throws -> T {
         try await withGallery(faults: faults, gate: gate) { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
@@ -60,7 +60,7 @@ import GalleryFeed
             }
             #expect(large.width == 332 && large.height == 600)
             // Verification fetched every original; the variants added no origin request.
-            #expect(database.stats().originFetches == 29)
+            #expect(await database.stats().originFetches == 29)
         }
     }
 
@@ -115,7 +115,7 @@ import GalleryFeed
 
     @Test func clearButtonsEmptyTheirTier() async throws {
         try await withApp { client, _, database in
-            #expect(database.stats().memoryEntries > 0)
+            #expect(await database.stats().memoryEntries > 0)
             // The router's test client asks for the host `localhost`.
             try await client.execute(uri: "/cache/clear-memory", method: .post, headers: [.referer: "http://localhost/pieces/3"]) { response in
                 #expect(response.status == .seeOther)
@@ -126,36 +126,36 @@ import GalleryFeed
                 #expect(response.status == .seeOther)
                 #expect(response.headers[.location] == "/")
             }
-            #expect(database.stats().memoryEntries == 0)
+            #expect(await database.stats().memoryEntries == 0)
             // Memory is empty, the disk is not: the thumbnail is made from its original read
             // from disk (one disk hit) and stored; asked again after memory is emptied once
             // more, it is itself the one disk hit (its original is not needed).
-            let before = database.stats()
+            let before = await database.stats()
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
-            let made = database.stats()
+            let made = await database.stats()
             #expect(made.diskHits == before.diskHits + 1 && made.diskEntries == before.diskEntries + 1)
             _ = try await client.execute(uri: "/cache/clear-memory", method: .post)
             _ = try await client.execute(uri: "/thumbs/5", method: .get) { response in
                 #expect(response.status == .ok && response.headers[.contentType] == "image/png")
             }
-            let again = database.stats()
+            let again = await database.stats()
             #expect(again.diskHits == made.diskHits + 1 && again.originFetches == made.originFetches)
 
-            #expect(database.stats().diskEntries > 0)
+            #expect(await database.stats().diskEntries > 0)
             try await client.execute(uri: "/cache/clear-disk", method: .post) { response in
                 #expect(response.status == .seeOther)
             }
-            #expect(database.stats().diskEntries == 0)
+            #expect(await database.stats().diskEntries == 0)
         }
     }
 
     @Test func metricsHealthAndStats() async throws {
         try await withApp { client, _, database in
-            let hitsBefore = database.stats().memoryHits
+            let hitsBefore = await database.stats().memoryHits
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             let text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
-            let stats = database.stats()
+            let stats = await database.stats()
             // Verification fetched 29 originals (3 missing); the first thumbnail was made from the
             // original in memory and stored; the second was a memory hit. The feed is an entry too,
             // and so are the 3 missing pieces' 404s (known-missing entries).
@@ -178,7 +178,7 @@ import GalleryFeed
             let health = try await client.execute(uri: "/health", method: .get) { String(buffer: $0.body) }
             #expect(health.contains("\"ready\""))
             let served = try await client.execute(uri: "/stats", method: .get) { response in
-                try JSONDecoder().decode(ImageDatabase.Stats.self, from: Data(String(buffer: response.body).utf8))
+                try JSONDecoder().decode(ImagePipeline.Stats.self, from: Data(String(buffer: response.body).utf8))
             }
             #expect(served == stats)
         }
@@ -187,7 +187,7 @@ import GalleryFeed
     @Test func aDeadGalleryShowsAnErrorPageWithRetry() async throws {
         let directory = TemporaryDirectory()
         let galleryURL = URL(string: "http://127.0.0.1:9")!
-        let database = ImageDatabase(configuration: .init(directory: directory.url))
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url))
         let model = makeModel(galleryURL, database)
         let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: model, database: database)
         await model.loadAndVerify()
@@ -232,7 +232,7 @@ import GalleryFeed
     @Test func eventsStreamProgressPhaseAndStats() async throws {
         let directory = TemporaryDirectory()
         try await withGallery { galleryURL, _ in
-            let database = ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: $0) }) { port in
                 let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/events"), timeout: .seconds(30))

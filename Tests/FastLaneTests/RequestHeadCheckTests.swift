@@ -132,8 +132,8 @@ import Testing
             return FastLane.Answer(status: .ok, headerFields: [:])
         }
         for target in ["/stats", "/stats/", "//stats", "/metrics/.", "/a/../stats"] {
-            var request = FastLane.Request(HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: ["Host": "a"]))
-            #expect((lane.respond(&request) != nil) == (target == "/stats"), "\(target)")
+            let request = FastLane.Request(HTTPRequestHead(version: .http1_1, method: .GET, uri: target, headers: ["Host": "a"]))
+            #expect((lane.respond(request) != nil) == (target == "/stats"), "\(target)")
         }
         #expect(asked.targets.withLock { $0 } == ["/stats"])
     }

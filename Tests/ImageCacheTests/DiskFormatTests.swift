@@ -4,12 +4,12 @@ import Testing
 import TestSupport
 
 /// Damage to each part of a stored entry, and entries of the previous format, through a real
-/// database, a real directory and a real origin.
-@Suite struct DiskFormatTests {
+/// pipeline, a real directory and a real origin.
+@Suite(.timeLimit(.minutes(3))) struct DiskFormatTests {
     let directory = TemporaryDirectory()
 
-    func database() -> ImageDatabase {
-        ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false))
+    func pipeline() -> ImagePipeline {
+        ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
     }
 
     var entryFiles: [URL] {
@@ -45,7 +45,7 @@ import TestSupport
         origin.set("x", .image(payload(7)))
         try await origin.run { (base) async throws in
             let request = ImageRequest(url: base.appendingPathComponent("images/x"))
-            _ = try await database().image(request)
+            _ = try await pipeline().imageStored(for: request)
             let file = try #require(entryFiles.first)
             var bytes = [UInt8](try Data(contentsOf: file))
             switch field {
@@ -55,13 +55,13 @@ import TestSupport
             }
             try Data(bytes).write(to: file)
 
-            let reopened = database()
-            #expect(try await reopened.image(request).data == payload(7), "a damaged entry must never be served")
-            let stats = reopened.stats()
+            let reopened = pipeline()
+            #expect(try await reopened.imageStored(for: request).data == payload(7), "a damaged entry must never be served")
+            let stats = await reopened.stats()
             #expect(stats.corruptEntries == 1 && stats.diskHits == 0 && stats.originFetches == 1)
             #expect(origin.requests("x") == 2)
             // The refetched entry replaced the damaged one and reads back clean.
-            #expect(try reopened.storage.read(forKey: request.cacheKey)?.data == payload(7))
+            #expect(try reopened.disk?.read(forKey: request.cacheKey)?.data == payload(7))
         }
     }
 
@@ -83,17 +83,17 @@ import TestSupport
             let file = directory.url.appendingPathComponent(storage.fileName(forKey: request.cacheKey))
             try Data(Self.versionOneEntry(key: request.cacheKey, data: payload(1), contentType: "image/png")).write(to: file)
 
-            let database = database()
-            #expect(try await database.image(request).data == payload(3))
-            let stats = database.stats()
+            let pipeline = pipeline()
+            #expect(try await pipeline.imageStored(for: request).data == payload(3))
+            let stats = await pipeline.stats()
             #expect(stats.corruptEntries == 0, "an old entry is not damage")
             #expect(stats.diskHits == 0 && stats.originFetches == 1)
-            #expect(try database.storage.read(forKey: request.cacheKey)?.data == payload(3))
+            #expect(try pipeline.disk?.read(forKey: request.cacheKey)?.data == payload(3))
         }
     }
 
     @Test func aHundredConcurrentFirstCallsShareOneSetUpAndLoseNoEntry() async throws {
-        // 20 entries from an earlier run, then 100 first calls at once on a fresh database: half
+        // 20 entries from an earlier run, then 100 first calls at once on a fresh pipeline: half
         // set it up, half load new images that are written while set-up may still run.
         let earlier = DiskStorage(directory: directory.url, synchronizesWrites: false)
         try earlier.setUp()
@@ -101,24 +101,26 @@ import TestSupport
         let origin = TestOrigin()
         for key in 0..<50 { origin.set("n\(key)", .image(payload(key, size: 700))) }
         try await origin.run { (base) async throws in
-            let database = database()
+            let pipeline = pipeline()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for call in 0..<100 {
                     group.addTask { () async throws in
                         if call % 2 == 0 {
                             // Writes wait for set-up, so its one scan finds exactly the 20.
-                            #expect(try await database.setUp().get().entries == 20)
+                            #expect(try await pipeline.setUp().get().entries == 20)
                         } else {
                             let request = ImageRequest(url: base.appendingPathComponent("images/n\(call / 2)"))
-                            #expect(try await database.image(request).data == payload(call / 2, size: 700))
+                            #expect(try await pipeline.image(for: request).data == payload(call / 2, size: 700))
                         }
                     }
                 }
                 try await group.waitForAll()
             }
-            #expect(database.storage.directoryScans == 1)
-            #expect(database.storage.usage.entries == 70)
-            #expect(Set(database.storage.persistedFiles) == Set(directory.fileNames.filter { $0.count == 64 }))
+            await pipeline.writesSettled()  // the answers do not wait for their writes
+            let disk = try #require(pipeline.disk)
+            #expect(disk.directoryScans == 1)
+            #expect(disk.usage.entries == 70)
+            #expect(Set(disk.persistedFiles) == Set(directory.fileNames.filter { $0.count == 64 }))
             #expect(directory.fileNames.filter { $0.count == 64 }.count == 70)
         }
     }

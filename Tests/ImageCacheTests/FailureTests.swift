@@ -11,75 +11,85 @@ import TestSupport
     let directory = TemporaryDirectory()
     let clock = ManualClock()
 
-    func database(_ loader: ImageLoader.Configuration = .init(), fetcher: any ImageFetching = HTTPImageFetcher()) -> ImageDatabase {
-        ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false, loader: loader), fetcher: fetcher, clock: clock)
+    func pipeline(
+        permanentFailureExpiry: Duration = .seconds(300), transientFailureExpiry: Duration = .seconds(5),
+        fetcher: any ImageFetching = HTTPImageFetcher()
+    ) -> ImagePipeline {
+        ImagePipeline(
+            configuration: .init(
+                diskDirectory: directory.url, synchronizesWrites: false, fetcher: fetcher,
+                permanentFailureExpiry: permanentFailureExpiry, transientFailureExpiry: transientFailureExpiry
+            ),
+            clock: clock
+        )
     }
 
     @Test func serverErrorIsRememberedBrieflyThenRecovers() async throws {
         let origin = TestOrigin()
         origin.set("flaky", .status(500))
         try await origin.run { (base) async throws in
-            let database = database(.init(transientFailureExpiry: .seconds(5)))
+            let pipeline = pipeline(transientFailureExpiry: .seconds(5))
             let request = ImageRequest(url: base.appendingPathComponent("images/flaky"))
-            await #expect(throws: ImageLoader.Error.httpStatus(500, url: request.url.absoluteString)) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.httpStatus(500, url: request.url.absoluteString)) { try await pipeline.image(for: request) }
             // Remembered: fails fast without asking the origin again.
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: request) }
             #expect(origin.requests("flaky") == 1)
-            guard case .failed(let reason, _) = database.imageLoader.state(forKey: request.cacheKey) else {
+            guard case let .failed(reason, retryAfter) = await pipeline.state(forKey: request.cacheKey) else {
                 Issue.record("expected a .failed state")
                 return
             }
             #expect(reason == .httpStatus(500, url: request.url.absoluteString))
+            #expect(retryAfter == .seconds(5))
 
             origin.set("flaky", .image(payload(3)))
             clock.advance(by: .seconds(4))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: request) }
             #expect(origin.requests("flaky") == 1)
             clock.advance(by: .seconds(1))
-            #expect(try await database.image(request).data == payload(3))
+            #expect(try await pipeline.image(for: request).data == payload(3))
             #expect(origin.requests("flaky") == 2)
-            #expect(database.stats().failures == 1)
+            #expect(await pipeline.stats().failures == 1)
         }
     }
 
     @Test func notFoundIsRememberedForTheLongExpiry() async throws {
         let origin = TestOrigin()
         try await origin.run { (base) async throws in
-            let database = database(.init(permanentFailureExpiry: .seconds(300), transientFailureExpiry: .seconds(5)))
+            let pipeline = pipeline(permanentFailureExpiry: .seconds(300), transientFailureExpiry: .seconds(5))
             let request = ImageRequest(url: base.appendingPathComponent("images/gone"))
-            await #expect(throws: ImageLoader.Error.httpStatus(404, url: request.url.absoluteString)) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.httpStatus(404, url: request.url.absoluteString)) { try await pipeline.image(for: request) }
             origin.set("gone", .image(payload(1)))
             clock.advance(by: .seconds(60))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: request) }
             #expect(origin.requests("gone") == 1)
             clock.advance(by: .seconds(240))
-            #expect(try await database.image(request).data == payload(1))
+            #expect(try await pipeline.image(for: request).data == payload(1))
         }
     }
 
     @Test func clearAndExplicitRetryForgetFailures() async throws {
         let origin = TestOrigin()
         try await origin.run { (base) async throws in
-            let database = database()
+            let pipeline = pipeline()
             let request = ImageRequest(url: base.appendingPathComponent("images/later"))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: request) }
             origin.set("later", .image(payload(2)))
             var retry = request
             retry.retryingFailures = true
-            #expect(try await database.image(retry).data == payload(2))
+            #expect(try await pipeline.image(for: retry).data == payload(2))
 
             let other = ImageRequest(url: base.appendingPathComponent("images/other"))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(other) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: other) }
             origin.set("other", .image(payload(4)))
-            await database.clearMemory()
-            #expect(try await database.image(other).data == payload(4))
+            await pipeline.clearMemory()
+            #expect(try await pipeline.image(for: other).data == payload(4))
 
             let third = ImageRequest(url: base.appendingPathComponent("images/third"))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: third) }
             origin.set("third", .image(payload(5)))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(third) }
-            database.imageLoader.forgetFailure(forKey: third.cacheKey)
-            #expect(try await database.image(third).data == payload(5))
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: third) }
+            await pipeline.forgetFailure(forKey: third.cacheKey)
+            #expect(try await pipeline.image(for: third).data == payload(5))
             #expect(origin.requests("third") == 2)
         }
     }
@@ -88,12 +98,12 @@ import TestSupport
         let origin = TestOrigin()
         origin.set("wrong", .image(payload(6)))
         try await origin.run { (base) async throws in
-            let database = database()
+            let pipeline = pipeline()
             let url = base.appendingPathComponent("images/wrong")
             let bad = ImageRequest(url: url, expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
-            let error = await #expect(throws: ImageLoader.Error.self) { try await database.image(bad) }
+            let error = await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: bad) }
             guard case .checksumMismatch = error else { Issue.record("expected checksumMismatch, got \(String(describing: error))"); return }
-            let stats = database.stats()
+            let stats = await pipeline.stats()
             #expect(stats.memoryEntries == 0 && stats.diskEntries == 0)
             #expect(directory.fileNames.filter { $0.count == 64 }.isEmpty)
         }
@@ -103,16 +113,16 @@ import TestSupport
         let origin = TestOrigin()
         origin.set("revised", .image(payload(7)))
         try await origin.run { (base) async throws in
-            let database = database()
+            let pipeline = pipeline()
             let url = base.appendingPathComponent("images/revised")
             // The feed's old edition expected other bytes: a mismatch, remembered for it.
             let old = ImageRequest(url: url, expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(old) }
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(old) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: old) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: old) }
             #expect(origin.requests("revised") == 1, "remembered for the old checksum: not asked again")
             // The new edition expects these bytes: it loads at once, not answered by the old failure.
             let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest(payload(7)))
-            #expect(try await database.image(new).data == payload(7))
+            #expect(try await pipeline.image(for: new).data == payload(7))
             #expect(origin.requests("revised") == 2)
         }
     }
@@ -122,9 +132,9 @@ import TestSupport
         // Up to 1 GB in 64 KB writes, as fast as the client reads; the limit is 512 KB.
         origin.set("endless", .stream(chunk: 65_536, chunks: 16_384))
         try await origin.run { (base) async throws in
-            let database = database(fetcher: HTTPImageFetcher(maxBodySize: 512 * 1024))
+            let pipeline = pipeline(fetcher: HTTPImageFetcher(maxBodySize: 512 * 1024))
             let request = ImageRequest(url: base.appendingPathComponent("images/endless"))
-            let error = await #expect(throws: ImageLoader.Error.self) { try await database.image(request) }
+            let error = await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: request) }
             #expect(error == .bodyTooLarge(limit: 512 * 1024, url: request.url.absoluteString))
             // The server's body ends when the client goes away, or after the whole gigabyte. How
             // much it sends before it notices depends on the machine's load (buffers, scheduling),
@@ -142,9 +152,9 @@ import TestSupport
         // A real time-out, the one of AsyncHTTPClient's deadline: it runs on NIO's clock, which
         // a test cannot move (a smoke test of what takes no injected clock).
         try await origin.run { (base) async throws in
-            let database = database(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
-            let error = await #expect(throws: ImageLoader.Error.self) {
-                try await database.image(ImageRequest(url: base.appendingPathComponent("images/slow")))
+            let pipeline = pipeline(fetcher: HTTPImageFetcher(timeout: .milliseconds(300)))
+            let error = await #expect(throws: ImagePipeline.Error.self) {
+                try await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/slow")))
             }
             neverAnswers.open()  // the client gave up; let the origin finish so it can shut down
             guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return }
@@ -153,8 +163,8 @@ import TestSupport
         // Nothing listens on the port (and nothing else can start to: it is held).
         let closed = try ClosedPort()
         let deadURL = try #require(URL(string: closed.url))
-        let error = await #expect(throws: ImageLoader.Error.self) {
-            try await database().image(ImageRequest(url: deadURL.appendingPathComponent("images/any")))
+        let error = await #expect(throws: ImagePipeline.Error.self) {
+            try await pipeline().image(for: ImageRequest(url: deadURL.appendingPathComponent("images/any")))
         }
         guard case let .connectionFailed(_, reason) = error else { Issue.record("expected connectionFailed, got \(String(describing: error))"); return }
         #expect(error?.description.contains("running") == true)
@@ -211,13 +221,13 @@ import TestSupport
         let stalls = Gate()
         origin.set("stalls", .stalledBody(stalls, sent: Array(payload(1).prefix(100)), declared: 1_000))
         try await origin.run { (base) async throws in
-            let database = database(fetcher: HTTPImageFetcher(timeout: .seconds(2)))
-            let error = await #expect(throws: ImageLoader.Error.self) {
-                try await database.image(ImageRequest(url: base.appendingPathComponent("images/stalls")))
+            let pipeline = pipeline(fetcher: HTTPImageFetcher(timeout: .seconds(2)))
+            let error = await #expect(throws: ImagePipeline.Error.self) {
+                try await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/stalls")))
             }
             stalls.open()  // let the origin finish so it can shut down
             guard case .timeout = error else { Issue.record("expected timeout, got \(String(describing: error))"); return }
-            #expect(database.stats().scheduling.downloads.running == 0)
+            #expect(await pipeline.stats().scheduling.downloads.running == 0)
         }
     }
 
@@ -226,15 +236,15 @@ import TestSupport
         let deadURL = try #require(URL(string: closed.url))
         let fetcher = HTTPImageFetcher(unreachableBackoff: .seconds(60))
         let request = ImageRequest(url: deadURL.appendingPathComponent("images/a"))
-        await #expect(throws: ImageLoader.Error.self) { try await fetcher.fetch(request) }
+        await #expect(throws: ImagePipeline.Error.self) { try await fetcher.fetch(request) }
         // The second request is not sent: it fails at once and says why.
-        let error = await #expect(throws: ImageLoader.Error.self) {
+        let error = await #expect(throws: ImagePipeline.Error.self) {
             try await fetcher.fetch(ImageRequest(url: deadURL.appendingPathComponent("images/b")))
         }
         guard case let .connectionFailed(_, reason) = error else { Issue.record("got \(String(describing: error))"); return }
         #expect(reason.contains("not asking again yet"), "\(reason)")
         // Another fetcher has its own memory and tries.
-        let other = await #expect(throws: ImageLoader.Error.self) { try await HTTPImageFetcher().fetch(request) }
+        let other = await #expect(throws: ImagePipeline.Error.self) { try await HTTPImageFetcher().fetch(request) }
         guard case let .connectionFailed(_, fresh) = other else { Issue.record("got \(String(describing: other))"); return }
         #expect(!fresh.contains("not asking again"))
     }
@@ -243,12 +253,35 @@ import TestSupport
         let origin = TestOrigin()
         origin.set("art", .image(payload(1)))
         try await origin.run { (base) async throws in
-            let database = database()
-            let error = await #expect(throws: ImageLoader.Error.self) {
-                try await database.image(ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor()))
+            let pipeline = pipeline()
+            let error = await #expect(throws: ImagePipeline.Error.self) {
+                try await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor()))
             }
             guard case .processingFailed = error else { Issue.record("expected processingFailed"); return }
             #expect(error?.isTransient == false)
+        }
+    }
+
+    /// The processor's own error is kept under `processingFailed`, for its first caller and for
+    /// those answered by the remembered failure: a caller can tell an undecodable image apart.
+    @Test func aProcessorsOwnErrorIsKept() async throws {
+        let origin = TestOrigin()
+        origin.set("art", .image(payload(1)))
+        try await origin.run { (base) async throws in
+            let pipeline = pipeline()
+            let request = ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor())
+            for attempt in 0..<2 {
+                do {
+                    _ = try await pipeline.image(for: request)
+                    Issue.record("attempt \(attempt): a failing processor answered")
+                } catch let ImagePipeline.Error.processingFailed(processor, underlying) {
+                    #expect(processor == "failing")
+                    #expect(underlying is FailingProcessor.Undecodable, "attempt \(attempt): \(underlying)")
+                } catch {
+                    Issue.record("attempt \(attempt): expected processingFailed, got \(error)")
+                }
+            }
+            #expect(origin.requests("art") == 1)
         }
     }
 
@@ -259,20 +292,22 @@ import TestSupport
         try await origin.run { (base) async throws in
             var recorder = InMemoryLogHandler()
             recorder.logLevel = .trace
-            let database = ImageDatabase(
-                configuration: .init(directory: directory.url, synchronizesWrites: false), clock: clock,
-                logger: Logger(label: "test") { [recorder] _ in recorder }
+            let pipeline = ImagePipeline(
+                configuration: .init(
+                    diskDirectory: directory.url, synchronizesWrites: false, logger: Logger(label: "test") { [recorder] _ in recorder }
+                ),
+                clock: clock
             )
             // An undecodable image: a warning, once, however often it is asked for while remembered.
             let undecodable = ImageRequest(url: base.appendingPathComponent("images/art"), processor: FailingProcessor())
             for _ in 0..<3 {
-                await #expect(throws: ImageLoader.Error.self) { try await database.image(undecodable) }
+                await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: undecodable) }
             }
             // Bytes that are not the feed's: a warning. A 404: for debugging only.
             let forged = ImageRequest(url: base.appendingPathComponent("images/forged"), expectedSHA256: "sha256:" + String(repeating: "0", count: 64))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(forged) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: forged) }
             let gone = ImageRequest(url: base.appendingPathComponent("images/gone"))
-            await #expect(throws: ImageLoader.Error.self) { try await database.image(gone) }
+            await #expect(throws: ImagePipeline.Error.self) { try await pipeline.image(for: gone) }
 
             let failures = recorder.entries.filter { "\($0.message)".hasPrefix("loading failed") }
             #expect(failures.map(\.level) == [.warning, .warning, .debug])
@@ -281,7 +316,7 @@ import TestSupport
             #expect(messages[0].contains("failing"), "names the processor: \(messages[0])")
             #expect(messages[1].contains("is not the one the feed lists"), "\(messages[1])")
             #expect(messages[2].contains("404"))
-            #expect(database.stats().failures == 3)
+            #expect(await pipeline.stats().failures == 3)
         }
     }
 }

@@ -65,3 +65,24 @@ func reach(_ counter: LiveCounter, _ target: Int) async {
 func payload(_ seed: Int, size: Int = 30_000) -> [UInt8] {
     (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7) }
 }
+
+extension ImagePipeline {
+    /// Returns once no answered image waits for its disk write: every write begun so far (and
+    /// its rename) is done. An answer no longer waits for the disk; a test that reads the disk
+    /// after it (a restart, a file count) waits here. Follows the stages' changes (a write's slot
+    /// taken, queued, given back), so nothing is polled: an image is held in ``pendingWrites``
+    /// only while its write runs or queues.
+    func writesSettled() async {
+        for await stats in onSchedulingChange
+        where stats.diskWrites.running == 0 && stats.diskWrites.queued == 0 && pendingWrites.isEmpty {
+            return
+        }
+    }
+
+    /// ``image(for:)``, returning once the image (and its original, for a variant) is on disk.
+    nonisolated func imageStored(for request: ImageRequest) async throws -> Image {
+        let image = try await image(for: request)
+        await writesSettled()
+        return image
+    }
+}

@@ -11,14 +11,14 @@ import TestSupport
     let directory = TemporaryDirectory()
     let clock = TestWallClock(Date().addingTimeInterval(-10 * 86_400))
 
-    /// A database over the test's directory: a new one is a restart.
-    func database() -> ImageDatabase {
-        ImageDatabase(configuration: .init(directory: directory.url, synchronizesWrites: false), now: clock.now)
+    /// A pipeline over the test's directory: a new one is a restart.
+    func pipeline() -> ImagePipeline {
+        ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
     }
 
     func isStatus(_ status: Int) -> @Sendable (any Error) -> Bool {
         { error in
-            if case let ImageLoader.Error.httpStatus(code, _) = error { return code == status }
+            if case let ImagePipeline.Error.httpStatus(code, _) = error { return code == status }
             return false
         }
     }
@@ -28,31 +28,31 @@ import TestSupport
         origin.set("gone", .statusWithCacheControl(404, "public, max-age=60"))
         try await origin.run { base in
             let url = base.appendingPathComponent("images/gone")
-            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             #expect(origin.requests("gone") == 1)
 
-            let restarted = database()
-            await #expect(performing: { try await restarted.image(ImageRequest(url: url)) }, throws: isStatus(404))
+            let restarted = pipeline()
+            await #expect(performing: { try await restarted.image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             #expect(origin.requests("gone") == 1, "answered from the stored 404, not asked again")
-            let offline = database()
+            let offline = pipeline()
             await #expect(
-                performing: { try await offline.image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)) },
+                performing: { try await offline.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)) },
                 throws: isStatus(404)
             )
-            #expect(restarted.stats().knownMissing == 1)
-            #expect(offline.stats().knownMissing == 1)
+            #expect(await restarted.stats().knownMissing == 1)
+            #expect(await offline.stats().knownMissing == 1)
 
             clock.advance(by: 61)  // the 404 is stale: asked again
-            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             #expect(origin.requests("gone") == 2)
 
             // Once the origin has it, the image replaces the known-missing entry.
             origin.set("gone", .image([1, 2, 3]))
-            let reloading = database()
+            let reloading = pipeline()
             await reloading.setUp()
-            let found = try await reloading.image(ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData))
+            let found = try await reloading.imageStored(for: ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData))
             #expect(found.data == [1, 2, 3])
-            #expect(try await database().image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)).data == [1, 2, 3])
+            #expect(try await pipeline().image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)).data == [1, 2, 3])
         }
     }
 
@@ -68,37 +68,40 @@ import TestSupport
         try await origin.run { (base) async throws in
             let hidden = base.appendingPathComponent("images/hidden")
             let old = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([9, 9, 9]))
-            await #expect(performing: { try await database().image(old) }, throws: isStatus(404))
-            await #expect(performing: { try await database().image(old) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: old) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: old) }, throws: isStatus(404))
             #expect(origin.requests("hidden") == 1, "the same edition: answered from the stored 404")
 
             // The next edition lists new bytes for the piece: the stored 404 is not about them.
             let new = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([1, 2, 3]))
             let offline = ImageRequest(url: hidden, expectedSHA256: new.expectedSHA256, cachePolicy: .returnCacheDataDontLoad)
-            await #expect(performing: { try await database().image(offline) }, throws: { error in
-                if case ImageLoader.Error.notCached = error { return true }
+            await #expect(performing: { try await pipeline().image(for: offline) }, throws: { error in
+                if case ImagePipeline.Error.notCached = error { return true }
                 return false
             })
             origin.set("hidden", .image([1, 2, 3]))
-            #expect(try await database().image(new).data == [1, 2, 3])
+            #expect(try await pipeline().image(for: new).data == [1, 2, 3])
             #expect(origin.requests("hidden") == 2)
 
             // The same edition, a day later: asked again, however long the 404 said it lasts.
             let held = ImageRequest(url: base.appendingPathComponent("images/held"), expectedSHA256: SHA256Hex.digest([4]))
-            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: held) }, throws: isStatus(404))
             clock.advance(by: 86_399)
-            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: held) }, throws: isStatus(404))
             #expect(origin.requests("held") == 1)
             clock.advance(by: 1)
-            await #expect(performing: { try await database().image(held) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: held) }, throws: isStatus(404))
             #expect(origin.requests("held") == 2)
 
-            // An expectation too long to keep is not stored as none: no entry, so a request that
-            // expects nothing asks too.
+            // An expectation that is no digest (too long to keep) is refused before the origin is
+            // asked, and nothing is stored for it: a request that expects nothing asks.
             let long = base.appendingPathComponent("images/long")
-            await #expect(performing: { try await database().image(ImageRequest(url: long, expectedSHA256: String(repeating: "a", count: 200))) }, throws: isStatus(404))
-            await #expect(performing: { try await database().image(ImageRequest(url: long)) }, throws: isStatus(404))
-            #expect(origin.requests("long") == 2)
+            await #expect(throws: ImagePipeline.Error.invalidDigest(String(repeating: "a", count: 200))) {
+                try await pipeline().image(for: ImageRequest(url: long, expectedSHA256: String(repeating: "a", count: 200)))
+            }
+            #expect(origin.requests("long") == 0)
+            await #expect(performing: { try await pipeline().image(for: ImageRequest(url: long)) }, throws: isStatus(404))
+            #expect(origin.requests("long") == 1)
         }
     }
 
@@ -108,15 +111,15 @@ import TestSupport
         let origin = TestOrigin()
         origin.set("later", .status(404))
         try await origin.run { (base) async throws in
-            let database = database()
+            let pipeline = pipeline()
             let url = base.appendingPathComponent("images/later")
             let old = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest([7]))
-            await #expect(performing: { try await database.image(old) }, throws: isStatus(404))
-            await #expect(performing: { try await database.image(old) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline.image(for: old) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline.image(for: old) }, throws: isStatus(404))
             #expect(origin.requests("later") == 1, "remembered for the same bytes")
             origin.set("later", .image([5, 6]))
             let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest([5, 6]))
-            #expect(try await database.image(new).data == [5, 6])
+            #expect(try await pipeline.image(for: new).data == [5, 6])
             #expect(origin.requests("later") == 2)
         }
     }
@@ -128,14 +131,14 @@ import TestSupport
         origin.set("gone", .status(404))
         try await origin.run { base in
             let url = base.appendingPathComponent("images/gone")
-            let first = database()
-            await #expect(performing: { try await first.image(ImageRequest(url: url)) }, throws: isStatus(404))
-            await #expect(performing: { try await first.image(ImageRequest(url: url)) }, throws: isStatus(404))
+            let first = pipeline()
+            await #expect(performing: { try await first.image(for: ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await first.image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             #expect(origin.requests("gone") == 1, "remembered in memory")
-            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             #expect(origin.requests("gone") == 2)
-            await #expect(throws: ImageLoader.Error.notCached(url: url.absoluteString)) {
-                try await database().image(ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
+            await #expect(throws: ImagePipeline.Error.notCached(url: url.absoluteString)) {
+                try await pipeline().image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
             }
         }
     }
@@ -146,13 +149,13 @@ import TestSupport
         origin.set("gone", .statusWithCacheControl(404, "public, max-age=60"))
         let url = try await origin.run { base in
             let url = base.appendingPathComponent("images/gone")
-            await #expect(performing: { try await database().image(ImageRequest(url: url)) }, throws: isStatus(404))
+            await #expect(performing: { try await pipeline().image(for: ImageRequest(url: url)) }, throws: isStatus(404))
             return url
         }
         clock.advance(by: 3_600)
-        let down = database()
-        await #expect(performing: { try await down.image(ImageRequest(url: url)) }, throws: isStatus(404))
-        let stats = down.stats()
+        let down = pipeline()
+        await #expect(performing: { try await down.image(for: ImageRequest(url: url)) }, throws: isStatus(404))
+        let stats = await down.stats()
         #expect(stats.originFetches == 1 && stats.unanswered == 1 && stats.knownMissing == 1)
         #expect(stats.downloads == 0 && stats.missingAnswers == 0)
     }
@@ -165,19 +168,19 @@ import TestSupport
         origin.set("c", .status(410))
         origin.set("d", .status(503))
         origin.set("e", .status(403))
-        let db = database()
+        let pipeline = pipeline()
         let urls = try await origin.run { base in
             for name in ["a", "b", "c", "d", "e"] {
-                _ = try? await db.image(ImageRequest(url: base.appendingPathComponent("images/\(name)")))
+                _ = try? await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/\(name)")))
             }
             clock.advance(by: 3_600)
             // A stale "a": one conditional request, answered 304.
-            _ = try await db.image(ImageRequest(url: base.appendingPathComponent("images/a")))
+            _ = try await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/a")))
             return base
         }
         // The origin is gone: one request with no answer.
-        _ = try? await db.image(ImageRequest(url: urls.appendingPathComponent("images/f")))
-        let stats = db.stats()
+        _ = try? await pipeline.image(for: ImageRequest(url: urls.appendingPathComponent("images/f")))
+        let stats = await pipeline.stats()
         #expect(stats.downloads == 1)
         #expect(stats.revalidations == 1)
         #expect(stats.missingAnswers == 2, "404 and 410")

@@ -27,8 +27,8 @@ import TestSupport
 
     @Test(arguments: 0..<60) func randomInterleavingsKeepEveryPromise(seed: UInt64) {
         var random = SplitMix(seed: seed)
-        var machine = Machine(limits: .init(
-            running: [.processing: 1], downloadsPerHost: 1, waitingOriginalBytes: 1, queueCapacity: 1000
+        var machine = Machine(limits: ImagePipeline.Limits(
+            downloads: 1, downloadsPerHost: 1, processing: 1, diskReads: 1, diskWrites: 1, waitingOriginalBytes: 1, queueCapacity: 1000
         ))
         var callers: [Int: Caller] = [:]
         var taskPriority: [UInt64: Priority] = [:]
@@ -235,8 +235,8 @@ import TestSupport
     /// refused, left or expired exactly once.
     @Test(arguments: 0..<60) func randomDownloadsKeepEveryLimitAndTheirOrder(seed: UInt64) {
         var random = SplitMix(seed: seed)
-        var machine = Machine(limits: .init(
-            running: [.download: 3], downloadsPerHost: 2, waitingOriginalBytes: 100, queueCapacity: 4
+        var machine = Machine(limits: ImagePipeline.Limits(
+            downloads: 3, downloadsPerHost: 2, processing: 1, diskReads: 1, diskWrites: 1, waitingOriginalBytes: 100, queueCapacity: 4
         ))
         let priorities: [Priority] = [.veryLow, .low, .normal, .high, .veryHigh]
         // Flights whose work downloads, each led by a task whose priority the walk changes.

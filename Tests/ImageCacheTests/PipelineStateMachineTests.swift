@@ -18,7 +18,9 @@ enum PlainHandles: PipelineHandles {
     typealias Machine = PipelineStateMachine<PlainHandles>
     typealias Failure = PlainHandles.Failure
 
-    var machine = Machine(limits: .init(running: [:], downloadsPerHost: 1, waitingOriginalBytes: 1, queueCapacity: 1))
+    var machine = Machine(limits: ImagePipeline.Limits(
+        downloads: 1, downloadsPerHost: 1, processing: 1, diskReads: 1, diskWrites: 1, waitingOriginalBytes: 1, queueCapacity: 1
+    ))
 
     mutating func step<T>(_ operation: (inout Machine) -> T) -> T {
         let result = operation(&machine)
@@ -239,9 +241,9 @@ enum PlainHandles: PipelineHandles {
     static func machine(
         processing: Int = 1, downloads: Int = 4, perHost: Int = 2, bytes: Int = 1000, capacity: Int = 1000
     ) -> Machine {
-        Machine(limits: .init(
-            running: [.processing: processing, .download: downloads, .diskRead: 1, .diskWrite: 1],
-            downloadsPerHost: perHost, waitingOriginalBytes: bytes, queueCapacity: capacity
+        Machine(limits: ImagePipeline.Limits(
+            downloads: downloads, downloadsPerHost: perHost, processing: processing, diskReads: 1, diskWrites: 1,
+            waitingOriginalBytes: bytes, queueCapacity: capacity
         ))
     }
 

@@ -41,7 +41,7 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("symbolic link") && reason.contains("not followed")
         }
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")), "the link is deleted")
@@ -55,7 +55,7 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a FIFO, not a regular file")
         }
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
@@ -67,11 +67,11 @@ import Glibc
         let storage = try storage()
         let path = entryPath(storage, "k")
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        #expect(throws: ImagePipeline.Error.self) { try storage.write(image, forKey: "k") }
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a directory, not a regular file")
         }
         #expect(!FileManager.default.fileExists(atPath: path), "the empty directory is deleted")
@@ -95,12 +95,12 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a directory, not a regular file")
         }
         #expect(FileManager.default.fileExists(atPath: path + "/inside"), "what the directory holds stays")
         #expect(FileManager.default.fileExists(atPath: target), "what its link points to stays")
-        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        #expect(throws: ImagePipeline.Error.self) { try storage.write(image, forKey: "k") }
         storage.remove(forKey: "k")
         storage.removeAll()
         #expect(FileManager.default.fileExists(atPath: path + "/inside"), "remove and removeAll never recurse either")
@@ -119,7 +119,7 @@ import Glibc
         #expect {
             try storage.setUp()
         } throws: { error in
-            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.diskFailure(_, reason) = error else { return false }
             return reason.contains("its parent \(parent.url.path) may be written by group or others (mode 777)")
                 && reason.contains("chmod go-w \(parent.url.path)") && reason.contains("nothing in it was changed")
         }
@@ -129,7 +129,7 @@ import Glibc
         #expect {
             try storage.setUp()
         } throws: { error in
-            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.diskFailure(_, reason) = error else { return false }
             return reason.contains("its parent \(parent.url.path) is owned by user 65534")
         }
     }
@@ -144,7 +144,7 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a file of user 65534, not of this user")
         }
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
@@ -153,7 +153,7 @@ import Glibc
         #expect {
             try storage.setUp()
         } throws: { error in
-            guard case let ImageLoader.Error.diskFailure(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.diskFailure(_, reason) = error else { return false }
             return reason.contains("owned by user 65534, not by this user") && reason.contains("nothing in it was changed")
         }
         #expect(mode(directory.url.path) & 0o777 == 0o700 && FileManager.default.fileExists(atPath: entryPath(storage, "k")))
@@ -169,7 +169,7 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("a socket or a device, not a regular file")
         }
         #expect(!FileManager.default.fileExists(atPath: path))
@@ -183,12 +183,12 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("over the 1024-byte entry limit")
         }
         #expect(!FileManager.default.fileExists(atPath: entryPath(storage, "k")))
         // And one that big is not written either.
-        #expect(throws: ImageLoader.Error.self) { try storage.write(image, forKey: "k") }
+        #expect(throws: ImagePipeline.Error.self) { try storage.write(image, forKey: "k") }
     }
 
     /// A sparse file of 8 GiB: refused at once, with no 8 GiB allocation.
@@ -200,7 +200,7 @@ import Glibc
         #expect {
             try storage.read(forKey: "k")
         } throws: { error in
-            guard case let ImageLoader.Error.corruptEntry(_, reason) = error else { return false }
+            guard case let ImagePipeline.Error.corruptEntry(_, reason) = error else { return false }
             return reason.contains("\(8 << 30) bytes, over the")
         }
     }

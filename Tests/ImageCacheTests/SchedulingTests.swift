@@ -38,69 +38,70 @@ final class ThreadHoldingProcessor: ImageProcessing {
     /// Original `n`'s URL; never fetched: the originals are put in memory first.
     static func url(_ n: Int) -> URL { URL(string: "http://127.0.0.1:9/piece-\(n)")! }
 
-    /// A memory-only loader holding originals `0..<count`, named by their bytes.
-    static func loader(count: Int, limits: ImageLoader.Limits, clock: some Clock<Duration> = ContinuousClock()) async -> ImageLoader {
-        let loader = ImageLoader(configuration: .init(limits: limits), clock: clock)
+    /// A memory-only pipeline holding originals `0..<count`, named by their bytes.
+    static func pipeline(count: Int, limits: ImagePipeline.Limits, clock: some Clock<Duration> = ContinuousClock()) async -> ImagePipeline {
+        let pipeline = ImagePipeline(configuration: .init(limits: limits), clock: clock)
         for n in 0..<count {
-            loader.add(Image(data: Array("piece-\(n)".utf8), contentType: "text/plain"), forKey: url(n).absoluteString)
+            await pipeline.add(Image(data: Array("piece-\(n)".utf8), contentType: "text/plain"), forKey: url(n).absoluteString)
         }
-        return loader
+        return pipeline
     }
 
     static func request(_ n: Int, _ processor: ThreadHoldingProcessor, _ priority: ImageRequest.Priority) -> ImageRequest {
         ImageRequest(url: url(n), processor: processor, priority: priority)
     }
 
-    /// Returns once the loader's scheduling counts satisfy `condition`: every change is
+    /// Returns once the pipeline's scheduling counts satisfy `condition`: every change is
     /// delivered, so nothing is polled.
-    static func until(_ loader: ImageLoader, _ condition: (SchedulingStats) -> Bool) async {
-        for await stats in loader.onSchedulingChange where condition(stats) { return }
+    @ImageDatabase
+    static func until(_ pipeline: ImagePipeline, _ condition: @Sendable @ImageDatabase (SchedulingStats) -> Bool) async {
+        for await stats in pipeline.onSchedulingChange where condition(stats) { return }
     }
 
     @Test func memoryHitsStreamsAndAServerAnswerWhileEveryProcessingThreadIsHeld() async throws {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(count: cores + 1, limits: .init(processing: cores))
+        let pipeline = await Self.pipeline(count: cores + 1, limits: .init(processing: cores))
         // As many held processors as Swift has cooperative threads: were processing on them,
         // nothing below could run.
-        let held = (0..<cores).map { loader.imageTask(with: Self.request($0, processor, .normal)) }
+        let held = (0..<cores).map { pipeline.imageTask(with: Self.request($0, processor, .normal)) }
         await reach(processor.started, cores)
 
-        var hits = loader.inMemoryAccess.makeAsyncIterator()
+        var hits = pipeline.onMemoryAccess.makeAsyncIterator()
         let before = await hits.next()
-        let hit = try await loader.image(for: ImageRequest(url: Self.url(cores)))
+        let hit = try await pipeline.image(for: ImageRequest(url: Self.url(cores)))
         #expect(hit.data == Array("piece-\(cores)".utf8))
         #expect(await hits.next() == before.map { $0 + 1 })
 
         let origin = TestOrigin()
         origin.set("live", .image(payload(3)))
         let fetched = try await origin.run { base in
-            try await loader.image(for: ImageRequest(url: base.appendingPathComponent("images/live")))
+            try await pipeline.image(for: ImageRequest(url: base.appendingPathComponent("images/live")))
         }
         #expect(fetched.data == payload(3))
-        #expect(loader.schedulingStats.processing.running == cores)
+        #expect(await pipeline.schedulingStats.processing.running == cores)
 
         processor.allow(cores)
         for task in held { _ = try await task.image }
-        #expect(loader.schedulingStats.processing.maxRunning == cores)
+        #expect(await pipeline.schedulingStats.processing.maxRunning == cores)
     }
 
     @Test func priorityDecidesWhatStartsNextAndAWaiterCanBeMovedOrLeave() async throws {
         let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(count: 102, limits: .init(processing: 1))
-        let first = loader.imageTask(with: Self.request(0, processor, .low))
+        let pipeline = await Self.pipeline(count: 102, limits: .init(processing: 1))
+        let first = pipeline.imageTask(with: Self.request(0, processor, .low))
         await reach(processor.started, 1)
         // Pieces 1 and 2 queued first, in that order (tasks started together may queue in any
         // order), then the 98 others: equals start in the order they queued.
         var lows: [ImageTask] = []
         for piece in 1...2 {
-            lows.append(loader.imageTask(with: Self.request(piece, processor, .low)))
-            await Self.until(loader) { $0.processing.queued == piece }
+            lows.append(pipeline.imageTask(with: Self.request(piece, processor, .low)))
+            await Self.until(pipeline) { $0.processing.queued == piece }
         }
-        lows += (3...100).map { loader.imageTask(with: Self.request($0, processor, .low)) }
-        await Self.until(loader) { $0.processing.queued == 100 }
-        let urgent = loader.imageTask(with: Self.request(101, processor, .veryHigh))
-        await Self.until(loader) { $0.processing.queued == 101 }
+        lows += (3...100).map { pipeline.imageTask(with: Self.request($0, processor, .low)) }
+        await Self.until(pipeline) { $0.processing.queued == 100 }
+        let urgent = pipeline.imageTask(with: Self.request(101, processor, .veryHigh))
+        await Self.until(pipeline) { $0.processing.queued == 101 }
 
         // A very high request queued after a hundred low ones is the next to start.
         processor.allow(1)
@@ -116,7 +117,7 @@ final class ThreadHoldingProcessor: ImageProcessing {
         // A cancelled waiter leaves its queue at once and its work never starts.
         lows[59].cancel()
         await #expect(throws: CancellationError.self) { try await lows[59].image }
-        await Self.until(loader) { $0.processing.queued == 98 }
+        await Self.until(pipeline) { $0.processing.queued == 98 }
 
         processor.allow(200)
         for (index, task) in lows.enumerated() where index != 59 { _ = try await task.image }
@@ -125,115 +126,156 @@ final class ThreadHoldingProcessor: ImageProcessing {
         #expect(!processor.startOrder.contains("piece-60"))
         #expect(processor.startOrder.count == 101)
         #expect(processor.startOrder.prefix(5) == ["piece-0", "piece-101", "piece-50", "piece-1", "piece-2"])
-        let stats = loader.schedulingStats.processing
+        let stats = await pipeline.schedulingStats.processing
         #expect(stats.maxRunning == 1 && stats.maxQueued == 101 && stats.queued == 0 && stats.running == 0)
     }
 
     /// One processing slot, held by a shown image (piece 0), and 50 prefetches queued behind it.
-    static func prefetchingBehindOneShownImage() async -> (ThreadHoldingProcessor, ImageLoader, ImageTask, ImagePrefetcher) {
+    static func prefetchingBehindOneShownImage() async -> (ThreadHoldingProcessor, ImagePipeline, ImageTask, ImagePrefetcher) {
         let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(count: 51, limits: .init(processing: 1))
-        let shown = loader.imageTask(with: Self.request(0, processor, .high))
+        let pipeline = await Self.pipeline(count: 51, limits: .init(processing: 1))
+        let shown = pipeline.imageTask(with: Self.request(0, processor, .high))
         await reach(processor.started, 1)
-        let prefetcher = ImagePrefetcher(loader: loader)
-        prefetcher.startPrefetching(with: (1...50).map { Self.request($0, processor, .normal) })
-        await Self.until(loader) { $0.processing.queued == 50 }
-        return (processor, loader, shown, prefetcher)
+        let prefetcher = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache)
+        await prefetcher.startPrefetching(with: (1...50).map { Self.request($0, processor, .normal) })
+        await Self.until(pipeline) { $0.processing.queued == 50 }
+        return (processor, pipeline, shown, prefetcher)
     }
 
     @Test func stoppingAPrefetchCancelsWhatHasNotStarted() async throws {
-        let (processor, loader, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
-        #expect(prefetcher.count == 50)
+        let (processor, pipeline, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
+        #expect(await prefetcher.count == 50)
 
-        prefetcher.stopPrefetching()
-        await Self.until(loader) { $0.processing.queued == 0 }
+        await prefetcher.stopPrefetching()
+        await Self.until(pipeline) { $0.processing.queued == 0 }
         processor.allow(1)
         _ = try await shown.image
         #expect(processor.startOrder == ["piece-0"])
-        #expect(loader.schedulingStats.processing.started == 1)
+        #expect(await pipeline.schedulingStats.processing.started == 1)
     }
 
     @Test func aRequestForAKeyBeingPrefetchedJoinsItsWorkAtItsOwnPriority() async throws {
-        let (processor, loader, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
+        let (processor, pipeline, shown, prefetcher) = await Self.prefetchingBehindOneShownImage()
 
         // Somebody opens piece 30 while it waits to be prefetched.
-        let opened = loader.imageTask(with: Self.request(30, processor, .high))
+        let opened = pipeline.imageTask(with: Self.request(30, processor, .high))
         let key = Self.request(30, processor, .high).cacheKey
-        for await _ in loader.pipeline.changeStream() where flightPriority(loader, key) == .high { break }
-        #expect(loader.schedulingStats.processing.queued == 50, "joined, not queued again")
+        await Self.until(pipeline) { _ in pipeline.machine.flight(forKey: key)?.priority == .high }
+        #expect(await pipeline.schedulingStats.processing.queued == 50, "joined, not queued again")
 
         processor.allow(1)
         await reach(processor.started, 2)
         #expect(processor.startOrder == ["piece-0", "piece-30"])
         processor.allow(1)
         #expect(try await opened.image.data == Array("piece-30".utf8).reversed())
-        prefetcher.stopPrefetching()
+        await prefetcher.stopPrefetching()
         processor.allow(100)
         _ = try await shown.image
         #expect(processor.startOrder.filter { $0 == "piece-30" }.count == 1)
-        // Prefetches never count as hits: the one hit is the shown request's original.
-        #expect(loader.memory.hits.value == 1)
-    }
-
-    /// The priority of the running flight of `key`.
-    func flightPriority(_ loader: ImageLoader, _ key: String) -> ImageRequest.Priority? {
-        loader.pipeline.bookkeeping.withLock { $0.flight(forKey: key)?.priority }
+        // Prefetches never count as hits (nor does a variant's original found in memory: the
+        // hit would be the variant's), and the opened request joined: no hit at all.
+        #expect(pipeline.memory.hits.value == 0)
+        #expect(await pipeline.stats().coalesced == 1, "the opened request joined the prefetch")
     }
 
     @Test func aFullQueueRefusesAPrefetchAndGivesInteractiveWorkADeadline() async throws {
         let clock = ManualClock()
         let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(
+        let pipeline = await Self.pipeline(
             count: 6, limits: .init(processing: 1, queueCapacity: 2, interactiveDeadline: .seconds(10)), clock: clock
         )
-        let running = loader.imageTask(with: Self.request(0, processor, .normal))
+        let running = pipeline.imageTask(with: Self.request(0, processor, .normal))
         await reach(processor.started, 1)
-        let queued = (1...2).map { loader.imageTask(with: Self.request($0, processor, .normal)) }
-        await Self.until(loader) { $0.processing.queued == 2 }
+        let queued = (1...2).map { pipeline.imageTask(with: Self.request($0, processor, .normal)) }
+        await Self.until(pipeline) { $0.processing.queued == 2 }
 
-        let prefetch = loader.imageTask(with: Self.request(3, processor, .low))
-        await #expect(throws: ImageLoader.Error.tooBusy(stage: "processing", waited: nil)) { try await prefetch.image }
+        let prefetch = pipeline.imageTask(with: Self.request(3, processor, .low))
+        await #expect(throws: ImagePipeline.Error.tooBusy(stage: "processing", waited: nil)) { try await prefetch.image }
 
-        let interactive = loader.imageTask(with: Self.request(4, processor, .normal))
-        await Self.until(loader) { $0.processing.queued == 3 }
+        let interactive = pipeline.imageTask(with: Self.request(4, processor, .normal))
+        await Self.until(pipeline) { $0.processing.queued == 3 }
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(10))
-        await #expect(throws: ImageLoader.Error.tooBusy(stage: "processing", waited: .seconds(10))) {
+        await #expect(throws: ImagePipeline.Error.tooBusy(stage: "processing", waited: .seconds(10))) {
             try await interactive.image
         }
-        #expect("\(ImageLoader.Error.tooBusy(stage: "processing", waited: .seconds(10)))".contains("try again"))
+        #expect("\(ImagePipeline.Error.tooBusy(stage: "processing", waited: .seconds(10)))".contains("try again"))
 
         // Neither failure is remembered: asked again with room, both load.
         processor.allow(100)
         _ = try await running.image
         for task in queued { _ = try await task.image }
-        #expect(try await loader.image(for: Self.request(3, processor, .low)).data == Array("piece-3".utf8).reversed())
-        let stats = loader.schedulingStats.processing
+        #expect(try await pipeline.image(for: Self.request(3, processor, .low)).data == Array("piece-3".utf8).reversed())
+        let stats = await pipeline.schedulingStats.processing
         #expect(stats.refused == 1 && stats.timedOut == 1)
     }
 
-    @Test func aPrefetcherRunsAtMostItsCountAndStartsTheOthersInTurn() async throws {
+    /// The prefetcher keeps no queue of its own: its work waits in the stages' queues at its
+    /// priority, so what somebody waits for starts first, whenever it came; a waiting prefetch
+    /// can be stopped, and the others start first in, first out.
+    @Test func prefetchesWaitInTheStagesQueuesBehindWorkSomebodyWaitsFor() async throws {
         let processor = ThreadHoldingProcessor()
-        let loader = await Self.loader(count: 6, limits: .init(processing: 4))
-        let prefetcher = ImagePrefetcher(loader: loader, maxConcurrentRequestCount: 2)
+        let pipeline = await Self.pipeline(count: 6, limits: .init(processing: 2))
+        let prefetcher = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache)
         let requests = (1...5).map { Self.request($0, processor, .normal) }
-        prefetcher.startPrefetching(with: requests)
-        await reach(processor.started, 2)
-        // Three wait in the prefetcher, not in the pipeline's queue: slots stay free for others.
-        #expect(prefetcher.count == 5 && loader.schedulingStats.processing.queued == 0)
-        let shown = loader.imageTask(with: Self.request(0, processor, .high))
-        await reach(processor.started, 3)
-        #expect(Set(processor.startOrder.prefix(2)) == ["piece-1", "piece-2"] && processor.startOrder.last == "piece-0", "the shown image took a free slot at once")
+        // One at a time, so that equals queue in a known order.
+        for (index, request) in requests.enumerated() {
+            await prefetcher.startPrefetching(with: [request])
+            if index < 2 {
+                await reach(processor.started, index + 1)
+            } else {
+                await Self.until(pipeline) { $0.processing.queued == index - 1 }
+            }
+        }
+        // Two run, three wait in the pipeline's queue: the prefetcher holds none back.
+        #expect(await prefetcher.count == 5)
+        #expect(await pipeline.schedulingStats.processing.queued == 3)
+        #expect(processor.startOrder == ["piece-1", "piece-2"])
 
-        // A waiting prefetch can be stopped; the others start first in, first out, as places free.
-        prefetcher.stopPrefetching(with: [requests[3]])
-        #expect(prefetcher.count == 4)
+        let shown = pipeline.imageTask(with: Self.request(0, processor, .high))
+        await Self.until(pipeline) { $0.processing.queued == 4 }
+        // A waiting prefetch can be stopped: it leaves the queue.
+        await prefetcher.stopPrefetching(with: [requests[3]])
+        #expect(await prefetcher.count == 4)
+        await Self.until(pipeline) { $0.processing.queued == 3 }
+
+        processor.allow(1)
+        await reach(processor.started, 3)
+        #expect(processor.startOrder.last == "piece-0", "the shown image starts before the prefetches queued earlier")
         processor.allow(10)
         _ = try await shown.image
-        // Each prefetch that ends is a change, so the count's fall is seen without polling.
-        await Self.until(loader) { _ in prefetcher.count == 0 }
+        #expect(await prefetcher.prefetch([requests[0], requests[1], requests[2], requests[4]]) == 4)
         #expect(processor.startOrder.suffix(2) == ["piece-3", "piece-5"])
-        let stats = loader.schedulingStats.processing
-        #expect(stats.started == 5 && stats.maxRunning == 3, "two prefetches and the shown image")
+        #expect(!processor.startOrder.contains("piece-4"))
+        let stats = await pipeline.schedulingStats.processing
+        #expect(stats.started == 5 && stats.maxRunning == 2, "four prefetches and the shown image, two at a time")
+    }
+
+    /// An awaited prefetch returns once its images are where the prefetcher keeps them: on disk
+    /// (and not in memory, which is left to what is shown) for `.diskCache`, in memory for
+    /// `.memoryCache`. Prefetching what is held asks nothing and counts no hit.
+    @Test func anAwaitedPrefetchReturnsOnceItsImagesAreHeld() async throws {
+        let origin = TestOrigin()
+        for n in 0..<4 { origin.set("p\(n)", .image(payload(n))) }
+        let directory = TemporaryDirectory()
+        try await origin.run { (base) async throws in
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url))
+            let requests = (0..<4).map { ImageRequest(url: base.appendingPathComponent("images/p\($0)")) }
+            let toDisk = ImagePrefetcher(pipeline: pipeline)
+            #expect(await toDisk.prefetch(Array(requests[0..<2])) == 2)
+            let disk = try #require(pipeline.disk)
+            for n in 0..<2 {
+                #expect(disk.contains(key: requests[n].cacheKey), "on disk once the prefetch returned")
+                #expect(try disk.read(forKey: requests[n].cacheKey)?.data == payload(n))
+                #expect(pipeline.memory.peek(requests[n].cacheKey) == nil, "memory is left to what is shown")
+            }
+            let toMemory = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache)
+            #expect(await toMemory.prefetch(Array(requests[2..<4])) == 2)
+            for request in requests[2..<4] { #expect(pipeline.memory.peek(request.cacheKey) != nil, "in memory once the prefetch returned") }
+
+            #expect(await toDisk.prefetch(requests) == 4)
+            #expect(origin.totalRequests == 4)
+            #expect(await pipeline.stats().memoryHits == 0, "prefetches count no hits")
+        }
     }
 }

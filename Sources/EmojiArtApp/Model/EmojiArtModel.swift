@@ -58,7 +58,7 @@ public actor EmojiArtModel {
     /// The gallery's base URL, e.g. `http://127.0.0.1:8080`.
     public nonisolated let galleryURL: URL
     /// The cache every image goes through.
-    public nonisolated let database: ImageDatabase
+    public nonisolated let database: ImagePipeline
     /// How many images are verified at once.
     public nonisolated let concurrency: Int
     /// Where the model stands, live.
@@ -220,7 +220,7 @@ public actor EmojiArtModel {
     ///   - feedCheckInterval: the least time between feed checks asked by catalog loads
     ///     (``feedCheckInterval``).
     public init(
-        galleryURL: URL, database: ImageDatabase, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
+        galleryURL: URL, database: ImagePipeline, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
         trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() }, offline: Bool = false,
         galleryOrigin: String? = nil, feedCheckInterval: Duration = .seconds(30), logger: Logger = Logger(label: "emojiart")
     ) {
@@ -344,9 +344,9 @@ public actor EmojiArtModel {
     }
 
     /// Verifies one entry: load through the cache, hash, compare.
-    private nonisolated static func verify(_ request: ImageRequest, database: ImageDatabase) async -> VerificationStatus {
+    private nonisolated static func verify(_ request: ImageRequest, database: ImagePipeline) async -> VerificationStatus {
         do {
-            let image = try await database.image(request)
+            let image = try await database.image(for: request)
             let actual = SHA256Hex.digest(image.data)
             guard let expected = request.expectedSHA256, actual == expected else {
                 return .mismatch(expected: request.expectedSHA256 ?? "none", actual: actual)

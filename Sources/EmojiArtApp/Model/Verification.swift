@@ -56,11 +56,11 @@ public enum VerificationStatus: Sendable, Hashable {
     /// Classifies a load error.
     init(_ error: any Error) {
         switch error {
-        case ImageDatabase.Error.httpStatus(404, _), ImageDatabase.Error.httpStatus(410, _):
+        case ImagePipeline.Error.httpStatus(404, _), ImagePipeline.Error.httpStatus(410, _):
             self = .missing
-        case let ImageDatabase.Error.checksumMismatch(expected, actual, _):
+        case let ImagePipeline.Error.checksumMismatch(expected, actual, _):
             self = .mismatch(expected: expected, actual: actual)
-        case ImageDatabase.Error.notCached:
+        case ImagePipeline.Error.notCached:
             self = .notCached
         default:
             self = .failed("\(error)")

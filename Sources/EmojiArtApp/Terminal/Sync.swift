@@ -11,7 +11,7 @@ public struct Sync: Sendable {
         /// Distinct thumbnails made or found (the feed lists each piece three times).
         public var thumbnails: Int
         /// The cache's counters at the end.
-        public var stats: ImageDatabase.Stats
+        public var stats: ImagePipeline.Stats
         /// Wall time.
         public var duration: Duration
         /// Entries that did not verify, with why.
@@ -60,14 +60,14 @@ public struct Sync: Sendable {
         let thumbnails = await withTaskGroup(of: Bool.self) { group in
             for file in verified.values {
                 let request = model.imageRequest(file, processor: thumbnail)
-                group.addTask { (try? await model.database.image(request)) != nil }
+                group.addTask { (try? await model.database.image(for: request)) != nil }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
         return Report(
             progress: progress,
             thumbnails: thumbnails,
-            stats: model.database.stats(),
+            stats: await model.database.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },
             feedKey: model.feedKey.value,

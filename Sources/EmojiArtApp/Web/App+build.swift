@@ -13,7 +13,7 @@ public enum EmojiArtApp {
     ///   - onServerRunning: called with the bound port once the server listens.
     public static func buildApplication(
         _ configuration: AppConfiguration,
-        database: ImageDatabase,
+        database: ImagePipeline,
         logger: Logger = Logger(label: "emojiart"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> some ApplicationProtocol {
@@ -51,17 +51,17 @@ public enum EmojiArtApp {
     /// middleware turns errors into pages (for a request no route matches), so a route added
     /// to it afterwards answers its errors as pages too.
     public static func buildRouter(
-        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
+        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImagePipeline
     ) throws -> Router<BasicRequestContext> {
         try buildRouterAndServices(configuration, model: model, database: database).router
     }
 
     static func buildRouterAndServices(
-        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImageDatabase
+        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImagePipeline
     ) throws -> (router: Router<BasicRequestContext>, services: AppServices) {
         // Only formats this libvips can write (AVIF needs libheif's AV1 encoder).
         let formats = configuration.formats.filter { Imaging().canEncode($0.output) }
-        let backgroundEncoder = BackgroundEncoder(database: database)
+        let encoder = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
         let services = AppServices(
             model: model,
             database: database,
@@ -70,9 +70,9 @@ public enum EmojiArtApp {
             boxes: configuration.boxes,
             formats: formats,
             metrics: AppMetrics(),
-            prefetcher: ImagePrefetcher(database: database),
-            backgroundEncoder: backgroundEncoder,
-            statsBroadcast: StatsBroadcast(database: database, backgroundEncoder: backgroundEncoder),
+            prefetcher: ImagePrefetcher(pipeline: database),
+            encoder: encoder,
+            statsBroadcast: StatsBroadcast(database: database, encoder: encoder),
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams),
             eventStreamHeartbeat: configuration.eventStreamHeartbeat,
             eventStreamLifetime: configuration.eventStreamLifetime,

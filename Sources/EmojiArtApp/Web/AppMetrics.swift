@@ -9,7 +9,7 @@ import Synchronization
 /// go up, so each scrape adds what happened since the last one. Thread-safe.
 final class AppMetrics: Sendable {
     private let registry = PrometheusCollectorRegistry()
-    private let last = Mutex(ImageDatabase.Stats?.none)
+    private let last = Mutex(ImagePipeline.Stats?.none)
     private let hits: [String: Counter]
     private let originFetches: Counter
     private let revalidations: Counter
@@ -122,7 +122,7 @@ final class AppMetrics: Sendable {
 
     /// The exposition after bringing the counters up to `stats` and the model's refused feeds,
     /// counted by reason (`emojiart_feed_signature_failures_total{reason="..."}`).
-    func exposition(_ stats: ImageDatabase.Stats, signatureFailures refused: [String: Int]) -> [UInt8] {
+    func exposition(_ stats: ImagePipeline.Stats, signatureFailures refused: [String: Int]) -> [UInt8] {
         let registry = registry
         signatureFailures.withLock { state in
             for (reason, count) in refused {
@@ -139,7 +139,7 @@ final class AppMetrics: Sendable {
         }
         last.withLock { last in
             let before = last
-            func add(_ counter: Counter, _ path: KeyPath<ImageDatabase.Stats, Int>) {
+            func add(_ counter: Counter, _ path: KeyPath<ImagePipeline.Stats, Int>) {
                 let delta = stats[keyPath: path] - (before?[keyPath: path] ?? 0)
                 if delta > 0 { counter.increment(by: Int64(delta)) }
             }

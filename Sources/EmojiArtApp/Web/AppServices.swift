@@ -10,7 +10,7 @@ import ServiceLifecycle
 /// (an actor) and the database (a global actor).
 struct AppServices: Sendable {
     let model: EmojiArtModel
-    let database: ImageDatabase
+    let database: ImagePipeline
     let templates: MustacheLibrary
     /// The processor of every variant the routes serve: each route's box at each density, in
     /// each offered format.
@@ -22,9 +22,10 @@ struct AppServices: Sendable {
     let metrics: AppMetrics
     /// Loads the details variants ahead, at low priority, once the catalog is shown.
     let prefetcher: ImagePrefetcher
-    /// Makes the variants in a format slow to encode (AVIF, WebP) that a request found not made,
-    /// once the image routes are quiet, one at a time: the request after is a memory hit.
-    let backgroundEncoder: BackgroundEncoder
+    /// Makes, in the background, the variants in a format slow to encode that a request found
+    /// not made (a stand-in answered it): requests at very low priority through the pipeline's
+    /// stages, so work somebody waits for goes first.
+    let encoder: ImagePrefetcher
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.
@@ -41,14 +42,11 @@ struct AppServices: Sendable {
     let allowedHosts: AllowedHosts
     /// Each piece's variants as the image routes serve them: request, `v=`, ETag, answer.
     let variants = ServedVariants()
-    /// The details variants prefetched so far, by cache key and the original's checksum: each
-    /// is prefetched once, not on every load of the catalog. Cleared with the disk.
-    let prefetched = PrefetchedKeys()
     /// The catalog's pages as rendered, answered from memory while what they show is unchanged.
     let catalogPages = CatalogPages()
 
     /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
-    var backgroundServices: [any Service] { [backgroundEncoder, statsBroadcast] }
+    var backgroundServices: [any Service] { [statsBroadcast] }
 
     /// Makes the processors of `boxes` at every density in `formats`.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
@@ -63,21 +61,17 @@ struct AppServices: Sendable {
         return processors
     }
 
-    /// Prefetches the details variants (1x, in `format`) of `pieces` that were not prefetched
-    /// before.
-    func prefetchDetails(of pieces: [Int], format: ServedFormat) {
+    /// Prefetches the details variants (1x, in `format`) of `pieces`.
+    func prefetchDetails(of pieces: [Int], format: ServedFormat) async {
         let kind = VariantKind(route: .large, density: 1, format: format)
         let requests = pieces.compactMap { variant(piece: $0, kind: kind)?.request }
-        let new = prefetched.keys.withLock { done in
-            requests.filter { done.insert($0.cacheKey + " " + ($0.expectedSHA256 ?? "")).inserted }
-        }
-        if !new.isEmpty { prefetcher.startPrefetching(with: new) }
+        // Held already, or loading: skipped by the prefetcher; loading for somebody: joined.
+        await prefetcher.startPrefetching(with: requests)
     }
 
-    /// Forgets what was prefetched (the disk was cleared), and the kept catalog pages: the next
-    /// catalog load prefetches again.
+    /// Forgets the kept catalog pages (the disk was cleared): the next catalog load renders
+    /// them again, and prefetches.
     func forgetPrefetches() {
-        prefetched.keys.withLock { $0.removeAll() }
         // A kept page prefetches nothing: the next load renders it again, and prefetches.
         catalogPages.removeAll()
     }
@@ -130,7 +124,7 @@ struct AppServices: Sendable {
 
     /// Renders a template with the toolbar's current counters added to `context`.
     func render(_ template: String, _ context: [String: Any]) async -> String {
-        render(template, context, counters: counters().mapValues { $0 as Any })
+        render(template, context, counters: await counters().mapValues { $0 as Any })
     }
 
     /// Renders a template with `counters` (by name, as ``counters()`` names them) for the
@@ -143,17 +137,11 @@ struct AppServices: Sendable {
     }
 
     /// The toolbar's counters now, by the names the templates use.
-    func counters() -> [String: Int] {
-        let stats = database.stats()
+    func counters() async -> [String: Int] {
+        let stats = await database.stats()
         return [
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
             "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
         ]
     }
-}
-
-
-/// Details variants already prefetched, by cache key and the original's checksum.
-final class PrefetchedKeys: Sendable {
-    let keys = Mutex<Set<String>>([])
 }

@@ -74,7 +74,7 @@ struct EventsController<Context: RequestContext>: Sendable {
                 group.addTask {
                     // The counts read now, then every change, read for all streams at once, at
                     // most ten times a second.
-                    for await event in broadcast.events() {
+                    for await event in await broadcast.events() {
                         continuation.yield(event)
                     }
                 }

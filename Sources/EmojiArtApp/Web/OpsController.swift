@@ -15,10 +15,10 @@ struct OpsController<Context: RequestContext>: Sendable {
         routes.get("stats") { _, _ in
             let encoder = JSONEncoder()
             encoder.outputFormatting = .sortedKeys
-            return Self.json(String(decoding: try encoder.encode(services.stats()), as: UTF8.self))
+            return Self.json(String(decoding: try encoder.encode(await services.stats()), as: UTF8.self))
         }
         routes.get("metrics") { _, _ in
-            let text = services.metrics.exposition(services.database.stats(), signatureFailures: services.model.signatureFailures.value)
+            let text = services.metrics.exposition(await services.database.stats(), signatureFailures: services.model.signatureFailures.value)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
@@ -61,7 +61,7 @@ struct AppStats: Encodable {
 
 extension AppServices {
     /// The counts `/stats` and the `stats` events show.
-    func stats() -> AppStats {
-        AppStats(database: database.stats(), backgroundEncodes: backgroundEncoder.count)
+    @ImageDatabase func stats() -> AppStats {
+        AppStats(database: database.stats(), backgroundEncodes: encoder.count)
     }
 }

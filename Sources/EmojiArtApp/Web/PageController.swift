@@ -100,7 +100,7 @@ struct PageController<Context: RequestContext>: Sendable {
                 context["feedAge"] = edition.extra
                 context["feedAgeClass"] = age.isStale(at: ageTime) ? "notice" : "summary"
             }
-            let counters = services.catalogPages.markers(Array(services.counters().keys))
+            let counters = services.catalogPages.markers(Array(await services.counters().keys))
             rendered = services.catalogPages.keep(services.render("list", context, counters: counters), for: key)
             // The details variants of what is shown, ahead of a click, at low priority: after
             // every thumbnail and verification, and refused first when the queues are full.
@@ -108,12 +108,12 @@ struct PageController<Context: RequestContext>: Sendable {
             // In the format this browser's image requests will name: its page request's
             // `Accept` lists the image formats it takes too (Chromium's does; one that names
             // none gets the PNGs).
-            services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
+            await services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
         }
         if let ifNoneMatch = request.headers[.ifNoneMatch], ConditionalRequest.matches(ifNoneMatch, etag: rendered.etag) {
             return Self.html("", status: .notModified, etag: rendered.etag)
         }
-        return Self.html(rendered.filled(services.counters()), etag: rendered.etag)
+        return Self.html(rendered.filled(await services.counters()), etag: rendered.etag)
     }
 
     /// Entries a catalog page shows.
@@ -146,7 +146,7 @@ struct PageController<Context: RequestContext>: Sendable {
         // The person opened it: its details image, if still being prefetched, comes first now.
         let kind = VariantKind(route: .large, density: 1, format: services.format(accept: request.headers[.accept]))
         if let piece = entry.file.pieceNumber, let large = services.variant(piece: piece, kind: kind)?.request {
-            services.prefetcher.setPriority(.high, for: [large])
+            await services.prefetcher.setPriority(.high, for: [large])
         }
         var page = card(index: index, file: entry.file, status: entry.status)
         page["title"] = entry.file.name

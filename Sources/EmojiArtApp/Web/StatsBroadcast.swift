@@ -33,8 +33,8 @@ final class StatsBroadcast: Service, Sendable {
     /// The newest publication, for the streams to follow.
     let latest: LiveValue<Published>
 
-    private let database: ImageDatabase
-    private let backgroundEncoder: BackgroundEncoder
+    private let database: ImagePipeline
+    private let encoder: ImagePrefetcher
     private let clock: AnyClock<Duration>
     /// The last sequence number given; taken with the read of the counts.
     private let reads = Mutex(0)
@@ -44,14 +44,14 @@ final class StatsBroadcast: Service, Sendable {
     private let opened: AsyncStream<Void>.Continuation
     private let openings: AsyncStream<Void>
 
-    /// A broadcast of the counts of `database` and `backgroundEncoder`, on `clock` (tests pass one
+    /// A broadcast of the counts of `database` and `encoder` (the variants being made in the background), on `clock` (tests pass one
     /// they move by hand).
     init(
-        database: ImageDatabase, backgroundEncoder: BackgroundEncoder, interval: Duration = .milliseconds(100),
+        database: ImagePipeline, encoder: ImagePrefetcher, interval: Duration = .milliseconds(100),
         clock: some Clock<Duration> = ContinuousClock()
     ) {
         self.database = database
-        self.backgroundEncoder = backgroundEncoder
+        self.encoder = encoder
         self.interval = interval
         self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
         latest = LiveValue(Published(sequence: 0, event: ""))
@@ -59,10 +59,10 @@ final class StatsBroadcast: Service, Sendable {
     }
 
     /// The counts now, with a new sequence number given in the same step.
-    func current() -> Published {
+    @ImageDatabase func current() -> Published {
         reads.withLock { last in
             last += 1
-            let stats = AppStats(database: database.stats(), backgroundEncodes: backgroundEncoder.count)
+            let stats = AppStats(database: database.stats(), backgroundEncodes: encoder.count)
             return Published(sequence: last, event: ServerSentEvent.message("stats", stats))
         }
     }
@@ -70,9 +70,9 @@ final class StatsBroadcast: Service, Sendable {
     /// Follows ``latest`` for one `/events` stream: its own counts read now, then every
     /// publication read after them that says something new. The broadcast reads the counts
     /// while such a stream is open.
-    func events() -> AsyncStream<String> {
+    func events() async -> AsyncStream<String> {
         let published = latest.stream()
-        let first = current()
+        let first = await current()
         openStreams.add(1, ordering: .sequentiallyConsistent)
         opened.yield()
         return AsyncStream { continuation in
@@ -99,7 +99,7 @@ final class StatsBroadcast: Service, Sendable {
             var last = ""
             for await _ in openings {
                 while openStreams.load(ordering: .sequentiallyConsistent) > 0 {
-                    let published = current()
+                    let published = await current()
                     if published.event != last {
                         last = published.event
                         latest.update { $0 = published }

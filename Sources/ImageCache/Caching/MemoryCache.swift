@@ -16,8 +16,6 @@ public final class MemoryCache: Sendable {
     }
 
     private let storage: Mutex<Storage>
-    /// How many times memory gained something a lookup could answer from (see ``fills``).
-    private let fillCount = Atomic<UInt64>(0)
     /// Largest total cost kept, in bytes.
     public let costLimit: Int
     let hits = LiveCounter()
@@ -45,14 +43,6 @@ public final class MemoryCache: Sendable {
         }
     }
 
-    /// How many times memory has gained something a lookup could answer from: an image put in,
-    /// or an original's SHA-256 learned (which can make a variant usable). Read before a lookup
-    /// that misses, it tells later whether looking again could find more: while it is
-    /// unchanged, it could not. The pipeline reads it so that a flight's leader looks in memory
-    /// a second time only when memory gained something since its caller looked (a flight that
-    /// ended in between fills memory before it ends). One atomic load, no lock.
-    var fills: UInt64 { fillCount.load(ordering: .acquiring) }
-
     /// The SHA-256 remembered for the original of `key`.
     func original(forKey key: String) -> String? {
         storage.withLock { $0.originals.peek(key) }
@@ -61,7 +51,6 @@ public final class MemoryCache: Sendable {
     /// Remembers that the original of `key` has the SHA-256 `digest` now.
     func rememberOriginal(_ digest: String, forKey key: String) {
         storage.withLock { _ = $0.originals.insert(digest, forKey: key, cost: 1) }
-        fillCount.add(1, ordering: .releasing)  // a variant made from these bytes may answer now
     }
 
     /// The image for `key` without counting a hit or changing the order.
@@ -79,8 +68,6 @@ public final class MemoryCache: Sendable {
             }
             storage.images.insert(image, forKey: key, cost: image.cost)
         }
-        // After the image is in: whoever sees the new count finds it.
-        fillCount.add(1, ordering: .releasing)
     }
 
     /// Removes the image for `key`, if any.

@@ -1,183 +1,97 @@
-import Synchronization
-
-/// Loads images before anybody asks for them, at low priority, so they are in the cache when
-/// they are (after Nuke's `ImagePrefetcher`).
-///
-/// ```swift
-/// let prefetcher = ImagePrefetcher(database: database)
-/// prefetcher.startPrefetching(with: detailRequests)   // once the catalog is shown
-/// prefetcher.stopPrefetching(with: offScreen)         // cancels what has not started
-/// ```
-///
-/// - Prefetches run at ``priority`` (``ImageRequest/Priority/low`` by default), so they never
-///   start before queued work somebody waits for; when a queue is full they are refused first.
-/// - At most ``maxConcurrentRequestCount`` run at once (stopped ones count until they end); the
-///   others wait here, first in first out, and take no place in the pipeline's queues until they
-///   start.
-/// - A caller that asks for an image being prefetched joins the same work, at its own priority.
-/// - Prefetched images land on disk, and in memory when ``Destination/memoryCache`` is asked
-///   for; they never count as memory or disk hits.
-/// - An image already in memory is not prefetched again; a key already prefetching (or waiting
-///   to) is not started twice.
-///
-/// Thread-safe.
-public final class ImagePrefetcher: Sendable {
+/// Loads images ahead of need, in the background, as Nuke's `ImagePrefetcher`: each request is
+/// an ``ImageTask`` at the prefetcher's priority (``ImageRequest/Priority/low`` by default), in
+/// the same stages as everything else, so work somebody waits for goes first, and a request
+/// another caller is loading joins its flight. No queue of its own: the stages' queues order the
+/// work. Isolated to ``ImageDatabase``, like the pipeline it feeds.
+@ImageDatabase
+public final class ImagePrefetcher {
     /// Where prefetched images are kept.
     public enum Destination: Sendable {
-        /// On disk only: memory stays for what is shown (a loader without a disk keeps nothing).
+        /// On disk only (memory is left to what is on screen); the default.
         case diskCache
-        /// On disk and in memory.
+        /// In memory, and on disk when the pipeline has one.
         case memoryCache
-    }
-
-    private struct State {
-        var priority: ImageRequest.Priority
-        /// Prefetches started, by key.
-        var running: [String: ImageTask] = [:]
-        /// Prefetches not started yet, in order, each at the priority it will start with.
-        var waiting: [ImageRequest] = []
-        /// Prefetches stopped that have not ended yet: they still hold their place.
-        var stopping = 0
     }
 
     private let pipeline: ImagePipeline
     /// Where prefetched images are kept.
     public let destination: Destination
-    /// The most prefetches running at once.
-    public let maxConcurrentRequestCount: Int
-    private let state: Mutex<State>
+    /// The running prefetches, by cache key.
+    private var running: [String: ImageTask] = [:]
 
-    /// Creates a prefetcher into `database`'s caches.
-    /// - Parameters:
-    ///   - database: whose pipeline loads the images and whose caches keep them.
-    ///   - destination: disk only (the default), or memory too.
-    ///   - priority: the priority of every prefetch (``ImageRequest/Priority/low`` by default).
-    ///   - maxConcurrentRequestCount: the most prefetches running at once (at least 1); by
-    ///     default as many as the pipeline's limits admit.
-    public convenience init(
-        database: ImageDatabase, destination: Destination = .diskCache, priority: ImageRequest.Priority = .low,
-        maxConcurrentRequestCount: Int = .max
-    ) {
-        self.init(pipeline: database.pipeline, destination: destination, priority: priority, maxConcurrentRequestCount: maxConcurrentRequestCount)
+    /// The priority of prefetches: raising or lowering it changes the running ones too.
+    public var priority: ImageRequest.Priority {
+        didSet { for task in running.values { task.priority = priority } }
     }
 
-    /// Creates a prefetcher into `loader`'s memory cache.
-    /// - Parameters:
-    ///   - loader: whose pipeline loads the images and whose memory keeps them.
-    ///   - priority: the priority of every prefetch (``ImageRequest/Priority/low`` by default).
-    ///   - maxConcurrentRequestCount: the most prefetches running at once (at least 1); by
-    ///     default as many as the pipeline's limits admit.
-    public convenience init(loader: ImageLoader, priority: ImageRequest.Priority = .low, maxConcurrentRequestCount: Int = .max) {
-        self.init(pipeline: loader.pipeline, destination: .memoryCache, priority: priority, maxConcurrentRequestCount: maxConcurrentRequestCount)
-    }
-
-    init(pipeline: ImagePipeline, destination: Destination, priority: ImageRequest.Priority, maxConcurrentRequestCount: Int) {
+    /// Creates a prefetcher feeding `pipeline`.
+    /// (Not isolated, so an app builds one where it builds its routes.)
+    public nonisolated init(pipeline: ImagePipeline, destination: Destination = .diskCache, priority: ImageRequest.Priority = .low) {
         self.pipeline = pipeline
         self.destination = destination
-        self.maxConcurrentRequestCount = max(1, maxConcurrentRequestCount)
-        state = Mutex(State(priority: priority))
+        self.priority = priority
     }
 
-    /// The priority of every prefetch, running and waiting ones included.
-    public var priority: ImageRequest.Priority {
-        get { state.withLock { $0.priority } }
-        set {
-            let tasks = state.withLock { state in
-                state.priority = newValue
-                for index in state.waiting.indices { state.waiting[index].priority = newValue }
-                return Array(state.running.values)
-            }
-            for task in tasks { task.priority = newValue }
-        }
-    }
-
-    /// Starts prefetching `requests` that are neither in memory nor prefetching already.
+    /// Starts prefetching `requests` (those already held where they would go are skipped).
     public func startPrefetching(with requests: [ImageRequest]) {
-        for var request in requests {
-            let key = request.cacheKey
-            if pipeline.memory.peek(key) != nil { continue }
-            state.withLock { state in
-                guard state.running[key] == nil, !state.waiting.contains(where: { $0.cacheKey == key }) else { return }
-                request.priority = state.priority
-                state.waiting.append(request)
-                startWaiting(&state)
+        for request in requests { _ = start(request) }
+    }
+
+    /// Prefetches `requests` and returns once each is held where it goes (for
+    /// ``Destination/diskCache``, written to disk: an answer does not wait for its write) or
+    /// failed.
+    /// - Returns: how many loaded (or were held already).
+    @discardableResult
+    public func prefetch(_ requests: [ImageRequest]) async -> Int {
+        let tasks = requests.map { start($0) }
+        var loaded = 0
+        for (request, task) in zip(requests, tasks) {
+            guard let task else {
+                loaded += 1
+                continue
             }
+            guard (try? await task.image) != nil else { continue }
+            loaded += 1
+            if destination == .diskCache { await pipeline.writeFinished(forKey: request.cacheKey) }
         }
+        return loaded
     }
 
-    /// Starts waiting prefetches while fewer than the most run (under the lock).
-    private func startWaiting(_ state: inout State) {
-        while state.running.count + state.stopping < maxConcurrentRequestCount, !state.waiting.isEmpty {
-            let request = state.waiting.removeFirst()
-            let key = request.cacheKey
-            // Made meanwhile (somebody asked for it): nothing to do.
-            if pipeline.memory.peek(key) != nil { continue }
-            let task = ImageTask(request: request, pipeline: pipeline, countsHits: false, wantsMemory: destination == .memoryCache)
-            state.running[key] = task
-            Task { [weak self] in
-                _ = try? await task.image
-                self?.finished(task, key: key)
-            }
+    /// Starts one prefetch; `nil` when the image is held already.
+    private func start(_ request: ImageRequest) -> ImageTask? {
+        let key = request.cacheKey
+        if let task = running[key] { return task }
+        switch destination {
+        case .memoryCache: if pipeline.memory.peek(key) != nil { return nil }
+        case .diskCache: if pipeline.memory.peek(key) != nil || pipeline.disk?.contains(key: key) == true { return nil }
         }
+        var request = request
+        request.priority = priority
+        let task = ImageTask(request: request, pipeline: pipeline, countsHits: false, wantsMemory: destination == .memoryCache)
+        running[key] = task
+        Task { [weak self] in
+            _ = try? await task.image
+            if self?.running[key] === task { self?.running[key] = nil }
+        }
+        return task
     }
 
-    /// A prefetch ended (made, failed or cancelled): its place goes to the next one waiting, and
-    /// the pipeline's followers hear of it (``ImagePipeline/onSchedulingChange``), so one that
-    /// watches ``count`` sees it fall.
-    private func finished(_ task: ImageTask, key: String) {
-        state.withLock { state in
-            if state.running[key] === task { state.running[key] = nil } else { state.stopping -= 1 }
-            startWaiting(&state)
-        }
-        pipeline.changed()
-    }
-
-    /// Changes the priority of the prefetches of `requests` (running or waiting), for example to
-    /// ``ImageRequest/Priority/high`` when the person opens what one of them loads.
+    /// Changes the priority of the prefetches of `requests` that are running.
     public func setPriority(_ priority: ImageRequest.Priority, for requests: [ImageRequest]) {
-        let keys = Set(requests.map(\.cacheKey))
-        let tasks = state.withLock { state in
-            for index in state.waiting.indices where keys.contains(state.waiting[index].cacheKey) {
-                state.waiting[index].priority = priority
-            }
-            return keys.compactMap { state.running[$0] }
-        }
-        for task in tasks { task.priority = priority }
+        for request in requests { running[request.cacheKey]?.priority = priority }
     }
 
-    /// Stops prefetching `requests`: those waiting here are dropped, and queued work that no one
-    /// else waits for leaves its queue without starting.
+    /// Stops the prefetches of `requests`; a load somebody else waits for goes on.
     public func stopPrefetching(with requests: [ImageRequest]) {
-        let keys = Set(requests.map(\.cacheKey))
-        let tasks = state.withLock { state in
-            state.waiting.removeAll { keys.contains($0.cacheKey) }
-            let stopped = keys.compactMap { state.running.removeValue(forKey: $0) }
-            state.stopping += stopped.count
-            return stopped
-        }
-        for task in tasks { task.cancel() }
-        pipeline.changed()
+        for request in requests { running.removeValue(forKey: request.cacheKey)?.cancel() }
     }
 
     /// Stops every prefetch.
     public func stopPrefetching() {
-        let tasks = state.withLock { state in
-            defer { state.running.removeAll() }
-            state.waiting.removeAll()
-            state.stopping += state.running.count
-            return Array(state.running.values)
-        }
-        for task in tasks { task.cancel() }
-        pipeline.changed()
+        for task in running.values { task.cancel() }
+        running.removeAll()
     }
 
-    /// Requests being prefetched now, or waiting to be (stopped ones not included). A prefetch
-    /// leaves the count once its image is stored (in memory, for ``Destination/memoryCache``),
-    /// or its loading failed, or it is stopped; the pipeline's ``ImagePipeline/onSchedulingChange``
-    /// yields after each fall.
-    public var count: Int { state.withLock { $0.running.count + $0.waiting.count } }
-
-    deinit {
-        for task in state.withLock({ Array($0.running.values) }) { task.cancel() }
-    }
+    /// How many prefetches are running.
+    public var count: Int { running.count }
 }

@@ -1,72 +1,70 @@
 import Synchronization
 
-/// One running load, with a handle to change its ``priority`` while it waits or to cancel it
-/// (after Nuke's `ImageTask`).
-///
-/// ```swift
-/// let task = database.imageTask(with: request)   // starts at once, at request.priority
-/// task.priority = .high                         // the person opened it: move it up
-/// let image = try await task.image
-/// ```
-///
-/// The work a task waits for may be shared with other callers (one download for every waiter of
-/// a key): it runs at the highest priority among them, so raising one task's priority moves the
-/// shared work, and lowering it never drops the work below another waiter's priority. Cancelling
-/// the task makes ``image`` throw `CancellationError` at once; the work stops when no other
-/// caller waits for it, and queued work leaves its queue without starting.
-///
-/// Thread-safe: the priority is kept behind this task's lock and set in the pipeline's
-/// bookkeeping (behind its lock) in the same step.
+/// A running load whose priority can change and which can be cancelled, as Nuke's `ImageTask`.
+/// Made by ``ImagePipeline/imageTask(with:)``. `Sendable`: its priority is behind a mutex, and
+/// the pipeline applies the latest one on its actor.
 public final class ImageTask: Sendable, Hashable {
-    /// What this task loads.
+    /// What is being loaded.
     public let request: ImageRequest
     private let pipeline: ImagePipeline
-    /// Its node in the pipeline's bookkeeping; `nil` when memory answered at once.
-    private let node: ImagePipeline.Machine.TaskID?
-    private let task: Task<Image, any Error>
-    /// The priority as last set, which the pipeline's bookkeeping follows while the task runs.
-    private let ownPriority: Mutex<ImageRequest.Priority>
+    private let task: Task<ImageResponse, any Error>
+    /// The task's priority, and its node in the pipeline's bookkeeping once it has one.
+    private let state: State
+
+    /// The task's priority, and its node in the pipeline's bookkeeping once it has one.
+    private final class State: Sendable {
+        let value: Mutex<(priority: ImageRequest.Priority, node: ImagePipeline.Machine.TaskID?)>
+        init(_ priority: ImageRequest.Priority) { value = Mutex((priority, nil)) }
+    }
 
     init(request: ImageRequest, pipeline: ImagePipeline, countsHits: Bool, wantsMemory: Bool) {
         self.request = request
         self.pipeline = pipeline
-        ownPriority = Mutex(request.priority)
+        let state = State(request.priority)
+        self.state = state
         // A memory hit is answered without a node or a queue.
-        if case let .answered(image) = pipeline.memoryLookup(request, countingHit: countsHits) {
-            node = nil
-            task = Task { image }
+        if case let .hit(image, _) = pipeline.io.lookInMemory(request, countingHit: countsHits) {
+            task = Task { ImageResponse(image: image, source: .memory) }
             return
         }
-        let node = pipeline.makeTask(request.priority)
-        self.node = node
-        let caller = ImagePipeline.Caller(asker: .task(node), countsHits: countsHits, wantsMemory: wantsMemory)
-        task = Task {
-            defer { pipeline.removeTask(node) }
-            return try await pipeline.image(for: request, as: caller)
+        task = Task { @ImageDatabase in
+            let node = pipeline.machine.makeTask(state.value.withLock { $0.priority })
+            state.value.withLock { $0.node = node }
+            defer { pipeline.machine.removeTask(node) }
+            let caller = ImagePipeline.Caller(asker: .task(node), countsHits: countsHits, wantsMemory: wantsMemory)
+            return try await pipeline.response(for: request, as: caller)
         }
     }
 
     /// The image, once loaded.
-    /// - Throws: what the load failed with; `CancellationError` after ``cancel()``.
+    /// - Throws: what the load threw; `CancellationError` once cancelled.
     public var image: Image {
+        get async throws { try await task.value.image }
+    }
+
+    /// The image and where it came from, once loaded.
+    public var response: ImageResponse {
         get async throws { try await task.value }
     }
 
-    /// This task's priority. Changing it reorders the queued work the task waits for; a task
-    /// that has finished ignores it.
+    /// The task's priority: raising it moves the work it waits for (its flight, and the
+    /// original a variant waits for) ahead in every stage's queue.
     public var priority: ImageRequest.Priority {
-        get { ownPriority.withLock { $0 } }
+        get { state.value.withLock { $0.priority } }
         set {
-            // One step: two setters racing leave this task and the bookkeeping at the same
-            // priority (the bookkeeping's lock never waits for this one).
-            ownPriority.withLock { priority in
-                priority = newValue
-                if let node { pipeline.setPriority(newValue, ofTask: node) }
+            state.value.withLock { $0.priority = newValue }
+            // The actor applies the newest value whenever it runs: two setters racing leave the
+            // task and the bookkeeping at the same priority.
+            Task { @ImageDatabase [pipeline, state] in
+                let (priority, node) = state.value.withLock { ($0.priority, $0.node) }
+                guard let node else { return }
+                pipeline.machine.setPriority(priority, ofTask: node)
+                pipeline.changed()
             }
         }
     }
 
-    /// Cancels the load: ``image`` throws `CancellationError`.
+    /// Cancels the load: its waiter returns at once; the work stops once nobody waits for it.
     public func cancel() { task.cancel() }
 
     /// Whether ``cancel()`` was called.

@@ -1,52 +1,78 @@
 public import Foundation
+public import Logging
 
 extension ImagePipeline {
-    /// Limits, expiries and the variant the book's entry points make.
+    /// Everything a pipeline is made with, in one flat value: memory, disk, fetcher, limits,
+    /// failure expiries, logger, and the base URL and processor of the book's entry points.
     public struct Configuration: Sendable {
-        /// Base URL that ``ImageLoader/image(_:)`` and ``ImageDatabase/image(_:)-(String)``
-        /// resolve server paths against, as in the book.
+        /// Resolves the server paths of ``ImagePipeline/image(_:)``.
         public var baseURL: URL?
-        /// The variant ``ImageLoader/image(_:)``, ``ImageLoader/fetch(_:)-(URL)`` and
-        /// ``ImageLoader/fetch(_:)-(URLRequest)`` produce;
-        /// `nil` returns the original bytes. The book's loader made 200x200 thumbnails.
+        /// Applied by ``ImagePipeline/image(_:)`` and the `fetch` entry points: the book's
+        /// thumbnails are a variant of each image, cached under its own key.
         public var processor: (any ImageProcessing)?
-        /// Largest total size of images kept in memory, in bytes. Default 64 MB.
+        /// The memory tier's budget in bytes (each image costs its bytes and a little more).
         public var memoryCostLimit: Int
-        /// Largest number of images kept in memory. Default 1000.
+        /// The most images the memory tier holds.
         public var memoryCountLimit: Int
-        /// How long 404, 410, checksum and processing failures are remembered. Default 5 minutes.
+        /// Where the disk tier lives; `nil` for memory and network only.
+        public var diskDirectory: URL?
+        /// The disk tier's budget in bytes; the least recently used entries go first.
+        public var diskSizeLimit: Int
+        /// Whether each disk write is `fsync`ed before its rename (crash-safe; off for tests
+        /// and benchmarks on a disk nobody keeps).
+        public var synchronizesWrites: Bool
+        /// Where originals come from: HTTP (``HTTPImageFetcher``, with its time-out and body
+        /// limit) by default.
+        public var fetcher: any ImageFetching
+        /// How long a permanent failure (a 404, a checksum mismatch, an undecodable image) is
+        /// answered without asking again.
         public var permanentFailureExpiry: Duration
-        /// How long 5xx, timeouts and broken connections are remembered. Default 5 seconds.
+        /// How long a transient failure (a time-out, a 5xx) is answered without asking again.
         public var transientFailureExpiry: Duration
-        /// How much of each stage's work runs at once, and how long work may queue.
+        /// How many of each stage run at once, and how long work may wait.
         public var limits: Limits
+        /// Where the pipeline logs damaged entries, disk failures, stale answers and each failed
+        /// load (once per failure remembered, with its key; a 404 at `.debug`).
+        public var logger: Logger
 
-        /// Creates a configuration.
+        /// Creates a configuration; every value has a default.
         public init(
             baseURL: URL? = nil,
             processor: (any ImageProcessing)? = nil,
             memoryCostLimit: Int = 64 * 1024 * 1024,
             memoryCountLimit: Int = 1000,
+            diskDirectory: URL? = nil,
+            diskSizeLimit: Int = 512 * 1024 * 1024,
+            synchronizesWrites: Bool = true,
+            fetcher: any ImageFetching = HTTPImageFetcher(),
             permanentFailureExpiry: Duration = .seconds(300),
             transientFailureExpiry: Duration = .seconds(5),
-            limits: Limits = .init()
+            limits: Limits = .init(),
+            logger: Logger = Logger(label: "ImageCache")
         ) {
             self.baseURL = baseURL
             self.processor = processor
             self.memoryCostLimit = memoryCostLimit
             self.memoryCountLimit = memoryCountLimit
+            self.diskDirectory = diskDirectory
+            self.diskSizeLimit = diskSizeLimit
+            self.synchronizesWrites = synchronizesWrites
+            self.fetcher = fetcher
             self.permanentFailureExpiry = permanentFailureExpiry
             self.transientFailureExpiry = transientFailureExpiry
             self.limits = limits
+            self.logger = logger
         }
-    }
-    /// `serverPath` resolved against ``Configuration/baseURL``, as both faces' `image(_:)` take
-    /// it; an absolute URL stays as it is.
-    func resolve(_ serverPath: String) throws(Error) -> URL {
-        if let absolute = URL(string: serverPath), absolute.scheme != nil { return absolute }
-        guard let base = configuration.baseURL, let url = URL(string: serverPath, relativeTo: base)?.absoluteURL else {
-            throw .invalidURL(serverPath)
+
+        /// The library's default disk directory: `$XDG_CACHE_HOME/ImageCache`, else
+        /// `~/.cache/ImageCache`. An app passes its own.
+        public static var defaultDirectory: URL {
+            let environment = ProcessInfo.processInfo.environment
+            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+                return URL(fileURLWithPath: xdg).appendingPathComponent("ImageCache")
+            }
+            let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
+            return URL(fileURLWithPath: home).appendingPathComponent(".cache/ImageCache")
         }
-        return url
     }
 }

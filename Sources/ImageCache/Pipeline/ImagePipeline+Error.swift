@@ -1,11 +1,16 @@
 import Foundation
+import Logging
 
 /// Everything that can go wrong loading or caching an image.
 extension ImagePipeline {
     /// The ImageCache module's error; cases carry what is needed to act on them.
     public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        // Hashable by description: a processor's own error need not be.
         /// A path or URL that cannot be turned into a request.
         case invalidURL(String)
+        /// An expected SHA-256 that is not 64 hex digits (with or without `sha256:`): refused
+        /// before anything is asked, and not remembered.
+        case invalidDigest(String)
         /// The origin answered with a non-2xx status.
         case httpStatus(Int, url: String)
         /// No complete answer within the timeout.
@@ -16,8 +21,9 @@ extension ImagePipeline {
         case bodyTooLarge(limit: Int, url: String)
         /// The bytes do not hash to the SHA-256 the request expected; nothing was cached.
         case checksumMismatch(expected: String, actual: String, url: String)
-        /// The processor failed, for example on an undecodable image.
-        case processingFailed(processor: String, reason: String)
+        /// The processor failed, for example on an undecodable image; `underlying` is the
+        /// processor's own error.
+        case processingFailed(processor: String, underlying: any Swift.Error & Sendable)
         /// A disk entry failed its integrity check; it was deleted.
         case corruptEntry(file: String, reason: String)
         /// A disk operation failed (unwritable directory, full disk).
@@ -46,7 +52,7 @@ extension ImagePipeline {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
             case .timeout, .connectionFailed, .diskFailure, .corruptEntry, .notCached, .tooBusy: true
-            case .invalidURL, .bodyTooLarge, .checksumMismatch, .processingFailed: false
+            case .invalidURL, .invalidDigest, .bodyTooLarge, .checksumMismatch, .processingFailed: false
             }
         }
 
@@ -66,8 +72,10 @@ extension ImagePipeline {
                 "\(url) sent more than \(limit) bytes: the download was stopped; raise the body limit if the image is genuine"
             case let .checksumMismatch(expected, actual, url):
                 "\(url) sent bytes with SHA-256 \(actual), expected \(expected): the image is not the one the feed lists; it was not cached"
-            case let .processingFailed(processor, reason):
-                "processing \(processor) failed: \(reason)"
+            case let .processingFailed(processor, underlying):
+                "processing \(processor) failed: \(underlying)"
+            case let .invalidDigest(digest):
+                "expected SHA-256 \(digest.prefix(80)) is not 64 hex digits: pass the feed's checksum as sha256:<hex> or nothing"
             case let .corruptEntry(file, reason):
                 "cache entry \(file) is corrupt (\(reason)): it was deleted and will be fetched again"
             case let .notCached(url):
@@ -78,6 +86,26 @@ extension ImagePipeline {
                 "too many images are being prepared; try again (waited \(waited.formatted(.units(allowed: [.seconds, .milliseconds]))) for a \(stage) slot)"
             case let .diskFailure(path, reason):
                 "disk cache at \(path) failed (\(reason)): images still load from memory and network; check free space and permissions or pass another cache directory"
+            }
+        }
+    
+        public static func == (lhs: Error, rhs: Error) -> Bool {
+            lhs.description == rhs.description
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(description)
+        }
+
+        /// How loud a remembered failure is logged: bytes or a request that can never succeed
+        /// as they are (a checksum mismatch, an undecodable image, too large, an invalid URL) are
+        /// a warning; what the origin said or could not say is a notice, but for 404 and 410,
+        /// an answer about the image rather than a fault (debug).
+        var logLevel: Logger.Level {
+            switch self {
+            case .checksumMismatch, .processingFailed, .bodyTooLarge, .invalidURL, .invalidDigest: .warning
+            case .httpStatus(404, _), .httpStatus(410, _): .debug
+            default: .notice
             }
         }
     }

@@ -1,74 +1,37 @@
 import Foundation
 import HTTPCaching
 
-/// Stages 4 and 5 of a flight's work: the origin (conditional requests, what the answer is
-/// counted as, the feed's checksum) and a variant made from its original.
+/// Stages 2 and 3: the origin, and a variant made from its original.
 extension ImagePipeline {
-    /// The answer to a lookup of a known-missing key: the status the origin gave, counted.
-    func knownMissing(_ status: Int, request: ImageRequest) -> ImagePipeline.Error {
-        counters.knownMissing.increment()
-        return .httpStatus(status, url: request.url.absoluteString)
-    }
-
-    /// Whether `error` is the origin failing (unreachable, or a 5xx), rather than answering.
-    static func originFailed(_ error: ImagePipeline.Error) -> Bool {
-        if case let .httpStatus(status, _) = error { return status >= 500 }
-        return error.isOriginUnreachable
-    }
-
-    /// Counts what became of one origin request that threw: an answer that gave no image, or
-    /// no answer at all.
-    func countUnusable(_ error: any Swift.Error) {
-        switch error {
-        case let ImagePipeline.Error.httpStatus(status, _) where DiskEntry.missingStatuses.contains(status):
-            counters.missingAnswers.increment()
-        case ImagePipeline.Error.httpStatus, ImagePipeline.Error.bodyTooLarge:
-            counters.errorAnswers.increment()
-        default:
-            counters.unanswered.increment()
-        }
-    }
-
-    /// Stage 4: fetches an original, conditionally when a stale entry has validators and holds
-    /// the bytes the request expects.
-    /// - Parameter outcome: gets the counter of what the origin said to a conditional request.
+    /// Asks the origin within the download limits (in total and per host), conditionally on a
+    /// stale entry's validators, and checks the bytes against the SHA-256 the feed expects.
     func origin(
         _ request: ImageRequest, stale: Image?, flight id: FlightID, outcome: inout [LiveCounter]
-    ) async throws -> Image {
+    ) async throws -> ImageResponse {
         // Stored bytes other than the ones the request expects are asked for whole: a 304 would
         // vouch only for the validators, and the bytes kept beside them may not be the ones the
-        // origin sent (an entry planted with a digest of its own bytes was confirmed for ever,
-        // and the origin blamed for a mismatch).
+        // origin sent.
         var validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
         if let expected = request.expectedSHA256, let held = stale?.originalSHA256, held != expected { validators = nil }
-        let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) {
-            counters.originFetches.increment()
-            let requestTime = now()
-            let response: OriginResponse
-            do {
-                response = try await fetcher.fetch(request, revalidating: validators)
-            } catch {
-                countUnusable(error)
-                throw error
-            }
-            return (response, requestTime, now())
+        let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) { [io, validators] in
+            try await io.fetch(request, revalidating: validators)
         }
         var image: Image
         switch response {
         case .missing(let status, var headers):
-            counters.missingAnswers.increment()
+            io.counters.missingAnswers.increment()
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
-            // 6. Remembered on disk for the answer's lifetime (RFC 9111 allows storing a 404).
+            // Remembered on disk for the answer's lifetime (RFC 9111 allows storing a 404).
             if !headers.cacheControl.noStore {
                 await storeMissing(status: status, headers: headers, for: request, flight: id)
             }
             throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
         case var .notModified(headers):
             guard let stale, validators != nil else {
-                counters.errorAnswers.increment()
+                io.counters.errorAnswers.increment()
                 throw ImagePipeline.Error.httpStatus(304, url: request.url.absoluteString)
             }
-            outcome.append(counters.revalidations)
+            outcome.append(io.counters.revalidations)
             (headers.requestTime, headers.responseTime) = (requestTime, responseTime)
             image = stale
             image.cacheHeaders = headers
@@ -78,39 +41,44 @@ extension ImagePipeline {
                 throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
         case let .fetched(fetched):
-            counters.downloads.increment()
-            if stale != nil { outcome.append(counters.refreshed) }
-            image = try await verified(fetched, request: request, flight: id)
+            io.counters.downloads.increment()
+            if stale != nil { outcome.append(io.counters.refreshed) }
+            image = try await io.verified(fetched, request: request)
             if image.cacheHeaders != nil { (image.cacheHeaders!.requestTime, image.cacheHeaders!.responseTime) = (requestTime, responseTime) }
         }
         if let digest = image.originalSHA256 {
-            memory.rememberOriginal(digest, forKey: request.cacheKey)
+            io.memory.rememberOriginal(digest, forKey: request.cacheKey)
         }
-        return image
+        return ImageResponse(image: image, source: .network)
     }
 
-    /// Stage 5: a variant made from its original, or the stale variant kept when the original
-    /// still has the bytes it was made from. Either way it takes the original's headers.
+    /// Makes a variant from its original, which is a request of its own (fetched once, and read
+    /// from disk once, however many variants ask), at this flight's priority.
     func variant(
-        _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: FlightID,
-        as work: Caller
-    ) async throws -> Image {
-        // The original's flight runs at this flight's priority, whoever else waits for it.
-        let original = try await image(for: request.original, as: work)
+        _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: FlightID, as work: Caller
+    ) async throws -> ImageResponse {
+        let original: ImageResponse
+        switch io.lookInMemory(request.original, countingHit: false) {
+        case let .hit(image, refresh):
+            if refresh { refreshInBackground(request.original) }
+            original = ImageResponse(image: image, source: .memory)
+        case let .stale(entry):
+            original = try await load(request.original, stale: entry, as: work)
+        case .miss:
+            original = try await load(request.original, stale: nil, as: work)
+        }
         var image: Image
-        if let stale, let source = stale.originalSHA256, source == original.originalSHA256 {
+        if let stale, let source = stale.originalSHA256, source == original.image.originalSHA256 {
             image = stale
         } else {
             // The original's bytes count as waiting until the variant is made: downloads pause
             // while too many wait.
-            image = try await holdingOriginal(bytes: original.data.count) {
-                try await run(.processing, for: id) {
-                    try await onProcessingThreads { try await Self.process(original, with: processor) }
-                }
+            image = try await holdingOriginal(bytes: original.image.data.count) {
+                try await run(.processing, for: id) { [io] in try await io.process(original.image, with: processor) }
             }
         }
-        image.cacheHeaders = original.cacheHeaders
-        image.originalSHA256 = original.originalSHA256
-        return image
+        image.cacheHeaders = original.image.cacheHeaders
+        image.originalSHA256 = original.image.originalSHA256
+        return ImageResponse(image: image, source: .processed)
     }
 }

@@ -48,34 +48,43 @@ extension ImagePipeline {
         public var diskAvailable: Bool
         /// What each stage runs and queues, with its high-water marks, refusals and time-outs.
         public var scheduling: SchedulingStats
+        /// Images answered and not yet written to disk, and their bytes.
+        public var pendingWrites: Int
+        /// The bytes of ``pendingWrites``.
+        public var pendingWriteBytes: Int
+        /// The most bytes that waited for their disk writes at once.
+        public var maxPendingWriteBytes: Int
     }
 
     /// The current counts and sizes.
     public func stats() -> Stats {
-        let memory = memory.usage
-        let disk = disk?.usage ?? (entries: 0, bytes: 0)
+        let memory = io.memory.usage
+        let disk = io.disk?.usage ?? (entries: 0, bytes: 0)
         return Stats(
-            memoryHits: self.memory.hits.value,
-            diskHits: counters.diskHits.value,
-            originFetches: counters.originFetches.value,
-            downloads: counters.downloads.value,
-            revalidations: counters.revalidations.value,
-            missingAnswers: counters.missingAnswers.value,
-            errorAnswers: counters.errorAnswers.value,
-            unanswered: counters.unanswered.value,
-            knownMissing: counters.knownMissing.value,
-            refreshed: counters.refreshed.value,
-            staleAnswers: counters.staleAnswers.value,
-            coalesced: counters.coalesced.value,
-            failures: counters.failures.value,
-            corruptEntries: counters.corruptEntries.value,
-            diskFailures: counters.diskFailures.value,
+            memoryHits: io.memory.hits.value,
+            diskHits: io.counters.diskHits.value,
+            originFetches: io.counters.originFetches.value,
+            downloads: io.counters.downloads.value,
+            revalidations: io.counters.revalidations.value,
+            missingAnswers: io.counters.missingAnswers.value,
+            errorAnswers: io.counters.errorAnswers.value,
+            unanswered: io.counters.unanswered.value,
+            knownMissing: io.counters.knownMissing.value,
+            refreshed: io.counters.refreshed.value,
+            staleAnswers: io.counters.staleAnswers.value,
+            coalesced: io.counters.coalesced.value,
+            failures: io.counters.failures.value,
+            corruptEntries: io.counters.corruptEntries.value,
+            diskFailures: io.counters.diskFailures.value,
             memoryEntries: memory.count,
             memoryBytes: memory.bytes,
             diskEntries: disk.entries,
             diskBytes: disk.bytes,
-            diskAvailable: isDiskAvailable,
-            scheduling: schedulingStats
+            diskAvailable: io.readyDisk != nil,
+            scheduling: schedulingStats,
+            pendingWrites: pendingWrites.count,
+            pendingWriteBytes: pendingWriteBytes,
+            maxPendingWriteBytes: maxPendingWriteBytes
         )
     }
 }

@@ -39,13 +39,6 @@ extension PipelineStateMachine {
 
     /// The slots and queues of every stage.
     struct Stages {
-        struct Limits {
-            var running: [Stage: Int]
-            var downloadsPerHost: Int
-            var waitingOriginalBytes: Int
-            var queueCapacity: Int
-        }
-
         struct State {
             var limit: Int
             var running = 0
@@ -53,17 +46,17 @@ extension PipelineStateMachine {
             var stats: SchedulingStats.Stage
         }
 
-        let limits: Limits
+        let limits: ImagePipeline.Limits
         var states: [State]
         var downloadsByHost: [String: Int] = [:]
         var maxDownloadsOnOneHost = 0
         var waitingOriginalBytes = 0
         var maxWaitingOriginalBytes = 0
 
-        init(limits: Limits) {
+        init(limits: ImagePipeline.Limits) {
             self.limits = limits
             states = Stage.allCases.map { stage in
-                let limit = max(1, limits.running[stage] ?? 1)
+                let limit = limits.running(stage)
                 return State(limit: limit, stats: .init(limit: limit))
             }
         }
@@ -117,10 +110,10 @@ extension PipelineStateMachine {
     /// - Returns: the action for this waiter, and a queued entry refused to make room for it
     ///   (background work of lower priority), which the caller must fail.
     mutating func enqueue(
-        _ stage: Stage, id: EntryID, flight: FlightID, host: String?, waiter: SlotWaiter
+        _ stage: Stage, id: EntryID, flight: FlightID, host: String?, waiter: SlotWaiter, priority ended: Priority? = nil
     ) -> (action: EnqueueAction, refused: Entry?) {
         if tryStart(stage, host: host) { return (.start, nil) }
-        let priority = flights[flight]?.priority ?? .normal
+        let priority = flights[flight]?.priority ?? ended ?? .normal
         var refused: Entry?
         var overCapacity = false
         if stages[stage].queue.count >= stages.limits.queueCapacity {

@@ -18,19 +18,19 @@ protocol PipelineHandles {
 
 /// All of the pipeline's bookkeeping in one value: the flights (one running load per cache key,
 /// everybody who asked for it, and the failures remembered until their expiry), the priority of
-/// each flight, and the limited stages' slots and queues. One value behind one lock, so "who
+/// each flight, and the limited stages' slots and queues. One value, state of the pipeline on the
+/// ``ImageDatabase`` actor, changed synchronously there, so "who
 /// waits for which flight" and "how urgent is that flight's work" are one fact, not two kept
 /// in step.
 ///
 /// A pure value type in the style of swift-nio's state machines: each operation changes the state
 /// and returns what the caller must do (resume these waiters, cancel that work, refuse that entry);
-/// the caller does it after letting go of the lock. Nothing here suspends, sleeps or reads a clock.
+/// the caller does it in the same turn on the actor. Nothing here suspends, sleeps or reads a clock.
 ///
 /// ## Flights
 ///
 /// ```
-/// begin ──► lead ──(leader's own stage: the disk read)──► finish      (answered inline)
-///              └──► handOff(start work) ──► addWaiter ──► finish      (work in a task)
+/// begin ──► lead ──► handOff(start work) ──► addWaiter ──► finish     (one turn, then the work)
 /// begin ──► join ──► addWaiter ──► resumed by finish, or by cancel
 /// ```
 ///
@@ -128,7 +128,7 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
     var stages: Stages
     private(set) var lastID: UInt64 = 0
 
-    init(limits: Stages.Limits) {
+    init(limits: ImagePipeline.Limits) {
         stages = Stages(limits: limits)
     }
 
@@ -204,8 +204,8 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
     // MARK: - The leader's hand-off
 
     /// The leader's first stage missed: the rest becomes work that outlives the leader, made by
-    /// `start` (which creates a task; it runs while the caller holds its lock, so nobody sees the
-    /// flight without its work). The leader then adds its waiter with
+    /// `start` (which creates a task; it runs in the caller's turn on the actor, so nobody sees
+    /// the flight without its work). The leader then adds its waiter with
     /// ``addWaiter(_:member:flight:)``, as a joiner would.
     /// - Returns: false when nobody else is interested and the leader was cancelled: the flight is
     ///   gone and nothing was started.

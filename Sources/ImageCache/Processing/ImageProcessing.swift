@@ -11,7 +11,8 @@ public protocol ImageProcessing: Sendable {
     var identifier: String { get }
 
     /// Makes the variant from the original image.
-    /// - Throws: any error; the cache reports it as ``ImagePipeline/Error/processingFailed(processor:reason:)``
+    /// - Throws: any error; the cache reports it as ``ImagePipeline/Error/processingFailed(processor:underlying:)`` (your error as
+    ///   `underlying`)
     ///   and remembers it as a permanent failure.
     func process(_ image: Image) async throws -> Image
 }

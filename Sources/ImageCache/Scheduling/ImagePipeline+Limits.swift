@@ -10,7 +10,7 @@ extension ImagePipeline {
     /// |---|---|---|
     /// | origin downloads | AsyncHTTPClient's event loops | 8 in total, 6 per host |
     /// | processing (decode, resize, encode; hashing of large payloads) | the pipeline's own worker threads | one per core |
-    /// | disk reads | the calling task (a page-cache read takes microseconds) | half the cores, at least 1 |
+    /// | disk reads (with the integrity checks) | Swift's global executor, off the actor | half the cores, at least 1 |
     /// | disk writes (with `fsync`) | the pipeline's own I/O threads | 2 |
     ///
     /// Swift's cooperative threads never run a processor or wait for `fsync`, so request handling,
@@ -38,8 +38,12 @@ extension ImagePipeline {
         /// still queued, but fails if it has not started within ``interactiveDeadline``.
         public var queueCapacity: Int
         /// How long work queued beyond ``queueCapacity`` waits before it fails with
-        /// ``ImagePipeline/Error/tooBusy(stage:waited:)``. Measured on the loader's clock.
+        /// ``ImagePipeline/Error/tooBusy(stage:waited:)``. Measured on the pipeline's clock.
         public var interactiveDeadline: Duration
+        /// Bytes of images answered and waiting for their disk write. Answers do not wait for
+        /// the disk; beyond this, a flight's answer waits for its own write, so writes cannot
+        /// fall behind without bound.
+        public var pendingWriteBytes: Int
 
         /// Creates limits; the defaults suit one machine's cores.
         public init(
@@ -50,7 +54,8 @@ extension ImagePipeline {
             diskWrites: Int = 2,
             waitingOriginalBytes: Int = 64 * 1024 * 1024,
             queueCapacity: Int = 2000,
-            interactiveDeadline: Duration = .seconds(30)
+            interactiveDeadline: Duration = .seconds(30),
+            pendingWriteBytes: Int = 64 * 1024 * 1024
         ) {
             self.downloads = max(1, downloads)
             self.downloadsPerHost = max(1, downloadsPerHost)
@@ -60,6 +65,17 @@ extension ImagePipeline {
             self.waitingOriginalBytes = max(1, waitingOriginalBytes)
             self.queueCapacity = max(1, queueCapacity)
             self.interactiveDeadline = interactiveDeadline
+            self.pendingWriteBytes = max(0, pendingWriteBytes)
+        }
+
+        /// The limit of `stage`.
+        func running<Handles>(_ stage: PipelineStateMachine<Handles>.Stage) -> Int {
+            switch stage {
+            case .diskRead: diskReads
+            case .download: downloads
+            case .processing: processing
+            case .diskWrite: diskWrites
+            }
         }
     }
 }

@@ -1,64 +1,59 @@
 import Clocks
-import Synchronization
 
-/// Running the pipeline's costly work within ``ImagePipeline/Limits``: each stage's work waits for
-/// a slot in that stage's queue, highest priority first, and a full queue refuses background
-/// work. The decisions are the bookkeeping's (`PipelineStateMachine+Stages.swift`); this parks
-/// the waiting tasks as continuations and runs the deadlines on the loader's clock. A stage with
-/// a free slot and an empty queue costs one lock and no suspension.
+/// The limited stages: a slot is taken on the actor, the work runs off it, and the slot is
+/// given back on the actor, which starts the next waiting work of the highest priority.
 extension ImagePipeline {
     typealias Stage = Machine.Stage
 
-    /// Runs `operation` once `stage` has a slot for the work of flight `id`, and frees the slot
-    /// after.
-    /// - Throws: `CancellationError` when the task is cancelled while it waits (it leaves the
-    ///   queue at once); ``ImagePipeline/Error/tooBusy(stage:waited:)`` when the queue refuses it
-    ///   or its deadline passes; whatever `operation` throws.
-    func run<T>(_ stage: Stage, for id: FlightID, host: String? = nil, _ operation: () async throws -> T) async throws -> T {
-        try await acquire(stage, for: id, host: host)
+    /// Runs `operation` within `stage`'s limit (per host too, for downloads), waiting in the
+    /// stage's queue, by the flight's priority, while the stage is at its limit.
+    /// - Throws: ``Error/tooBusy(stage:waited:)`` when the queue refuses or the deadline passes;
+    ///   `CancellationError`.
+    func run<T: Sendable>(
+        _ stage: Stage, for id: FlightID, host: String? = nil, priority: ImageRequest.Priority? = nil,
+        _ operation: () async throws -> T
+    ) async throws -> T {
+        try await acquire(stage, for: id, host: host, priority: priority)
         defer { release(stage, host: host) }
         try Task.checkCancellation()
         return try await operation()
     }
 
-    private func acquire(_ stage: Stage, for flight: FlightID, host: String?) async throws {
-        let id: Machine.EntryID? = bookkeeping.withLock { machine in
-            machine.tryStart(stage, host: host) ? nil : machine.makeID()
-        }
-        guard let id else { return changed() }
+    private func acquire(_ stage: Stage, for flight: FlightID, host: String?, priority: ImageRequest.Priority?) async throws {
+        if machine.tryStart(stage, host: host) { return changed() }
+        let id = machine.makeID()
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Swift.Error>) in
-                let (action, refused) = bookkeeping.withLock { machine -> (Machine.EnqueueAction?, Machine.Entry?) in
-                    if Task.isCancelled { return (nil, nil) }
-                    return machine.enqueue(stage, id: id, flight: flight, host: host, waiter: continuation)
-                }
+            try await withCheckedThrowingContinuation { (continuation: Handles.SlotWaiter) in
+                if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
+                let (action, refused) = machine.enqueue(stage, id: id, flight: flight, host: host, waiter: continuation, priority: priority)
                 if let refused {
                     refused.deadline?.cancel()
                     refused.waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: nil))
                 }
                 switch action {
-                case nil: continuation.resume(throwing: CancellationError())
                 case .start: continuation.resume()
                 case .refused: continuation.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: nil))
                 case .waiting(overCapacity: true): startDeadline(stage, id: id)
-                case .waiting(overCapacity: false): changed()
+                case .waiting(overCapacity: false): break
                 }
+                changed()
             }
         } onCancel: {
-            if let entry = bookkeeping.withLock({ $0.leave(stage, id: id) }) {
-                entry.deadline?.cancel()
-                entry.waiter.resume(throwing: CancellationError())
-            }
-            changed()
+            Task { @ImageDatabase in self.leave(stage, id: id) }
         }
+    }
+
+    private func leave(_ stage: Stage, id: Machine.EntryID) {
+        guard let entry = machine.leave(stage, id: id) else { return }
+        entry.deadline?.cancel()
+        entry.waiter.resume(throwing: CancellationError())
         changed()
     }
 
     private func release(_ stage: Stage, host: String?) {
-        resume(bookkeeping.withLock { $0.release(stage, host: host) })
+        resume(machine.release(stage, host: host))
     }
 
-    /// Resumes entries that were given a slot.
     private func resume(_ started: [Machine.Entry]) {
         for entry in started {
             entry.deadline?.cancel()
@@ -67,79 +62,51 @@ extension ImagePipeline {
         changed()
     }
 
-    /// Fails entry `id` if it has not started within the interactive deadline.
+    /// Work queued beyond the stage's capacity fails after the interactive deadline.
     private func startDeadline(_ stage: Stage, id: Machine.EntryID) {
-        let deadline = configuration.limits.interactiveDeadline
+        let deadline = io.configuration.limits.interactiveDeadline
         // Weak: a pending deadline does not keep the pipeline alive (cancelling it resumes nobody).
         let timer = Task { [weak self, clock] in
             try? await clock.sleep(for: deadline)
-            guard !Task.isCancelled, let self, let waiter = self.bookkeeping.withLock({ $0.expire(stage, id: id) }) else { return }
+            guard !Task.isCancelled, let self, let waiter = self.machine.expire(stage, id: id) else { return }
             waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: deadline))
             self.changed()
         }
-        // It may have started (or left) before the deadline was kept.
-        if !bookkeeping.withLock({ $0.setDeadline(timer, stage: stage, id: id) }) { timer.cancel() }
-        changed()
+        if !machine.setDeadline(timer, stage: stage, id: id) { timer.cancel() }
     }
 
     // MARK: - Originals waiting for processing
 
-    /// Runs `operation` (processing a variant) while `bytes` of its original count against
-    /// ``ImagePipeline/Limits/waitingOriginalBytes``: downloads wait while the total is over it.
-    func holdingOriginal<T>(bytes: Int, _ operation: () async throws -> T) async throws -> T {
-        bookkeeping.withLock { $0.holdOriginal(bytes: bytes) }
-        defer { resume(bookkeeping.withLock { $0.releaseOriginal(bytes: bytes) }) }
+    /// Counts `bytes` of an original as waiting for processing while `operation` runs:
+    /// downloads pause while too many wait.
+    func holdingOriginal<T: Sendable>(bytes: Int, _ operation: () async throws -> T) async throws -> T {
+        machine.holdOriginal(bytes: bytes)
+        defer { resume(machine.releaseOriginal(bytes: bytes)) }
         return try await operation()
-    }
-
-    // MARK: - Tasks
-
-    /// A node for an ``ImageTask`` at `priority`; remove it with ``removeTask(_:)``.
-    func makeTask(_ priority: ImageRequest.Priority) -> Machine.TaskID {
-        bookkeeping.withLock { $0.makeTask(priority) }
-    }
-
-    func removeTask(_ id: Machine.TaskID) {
-        bookkeeping.withLock { $0.removeTask(id) }
-    }
-
-    /// Changes a task's priority: the work it waits for moves in its queues.
-    func setPriority(_ priority: ImageRequest.Priority, ofTask id: Machine.TaskID) {
-        bookkeeping.withLock { $0.setPriority(priority, ofTask: id) }
-        changed()
     }
 
     // MARK: - Following
 
-    /// Says that something changed, to the streams that follow.
+    /// After every change of the bookkeeping: the followers of ``SchedulingStats`` get the new
+    /// figures; with nobody following, nothing happens.
     func changed() {
-        changes.increment()
+        guard !followers.isEmpty else { return }
+        let stats = schedulingStats
+        for follower in followers.values { follower.yield(stats) }
     }
 
-    /// A stream that yields after each change (a start, a wait, a finish, a refusal, a priority
-    /// change); it starts with one value at once.
-    func changeStream() -> AsyncStream<Int> {
-        changes.stream()
-    }
+    /// The stages' figures now.
+    public var schedulingStats: SchedulingStats { machine.stats }
 
-    /// What each stage runs and queues now, with its high-water marks, refusals and time-outs.
-    public var schedulingStats: SchedulingStats { bookkeeping.withLock { $0.stats } }
-
-    /// The scheduling counts now, then after each change (work started, queued, finished,
-    /// refused; a priority changed): to watch queues fill and drain without polling. Under load
-    /// a slow listener sees only the newest counts.
+    /// The stages' figures, again after every change (the newest only, to a slow follower).
     public var onSchedulingChange: AsyncStream<SchedulingStats> {
-        let changes = changeStream()
-        return AsyncStream(bufferingPolicy: .bufferingNewest(1)) { continuation in
-            // Weak: a follower does not keep the pipeline (its memory, its threads) alive.
-            let task = Task { [weak self] in
-                for await _ in changes {
-                    guard let self else { break }
-                    continuation.yield(self.schedulingStats)
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
+        let (stream, continuation) = AsyncStream.makeStream(of: SchedulingStats.self, bufferingPolicy: .bufferingNewest(1))
+        let id = machine.makeID()
+        followers[id] = continuation
+        continuation.yield(schedulingStats)
+        continuation.onTermination = { [weak self] _ in
+            Task { @ImageDatabase in self?.followers[id] = nil }
         }
+        return stream
     }
 }

@@ -27,12 +27,6 @@ extension AppServices {
         var request: ImageRequest { variant.request }
     }
 
-    /// Whether `load` was planned on the feed the app holds now: a plan handed from the lane to
-    /// the route is used only then (a new edition of the piece may have arrived in between).
-    func isCurrent(_ load: ImageLoad) -> Bool {
-        model.feedByPiece.read { $0[load.piece]?.checksum } == load.variant.checksum
-    }
-
     /// The `Cache-Control` values of image answers in this app's mode.
     var cacheControl: ImageCacheControl { ImageCacheControl(httpCache) }
 

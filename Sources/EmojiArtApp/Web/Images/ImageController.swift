@@ -16,7 +16,7 @@ import NIOCore
 /// `Cache-Control` follows ``HTTPCacheMode``. A variant in a format slow to encode (AVIF, WebP)
 /// that is neither in memory nor on disk is not waited for: the best format the client accepts
 /// that is made (PNG, made then, when none is) is sent at once, never marked immutable, while the
-/// slow one is made in the background once the routes are quiet (``BackgroundEncoder``).
+/// slow one is made in the background, at very low priority (``AppServices/encoder``).
 /// Memory hits are answered the same way, byte for byte, by ``fastLane`` on the event loop when
 /// the lane is on.
 struct ImageController<Context: RequestContext>: Sendable {
@@ -36,18 +36,11 @@ struct ImageController<Context: RequestContext>: Sendable {
     }
 
     func image(_ request: Request, _ context: Context, route: ImageRoute, density: Int) async throws -> Response {
-        // Somebody waits for this one: variants made in the background wait until such requests pause.
-        services.backgroundEncoder.noteRequest()
         try Self.checkQuery(request)
         let piece = context.parameters.get("piece").flatMap(ImageRoute.pieceNumber)
         let version = request.uri.queryParameters.get("v").map { Substring($0) }
         let kind = VariantKind(route: route, density: density, format: services.format(accept: request.headers[.accept]))
-        // What the lane found for this very request, if it saw it: its plan and its look in
-        // memory, used while the feed is the one it was planned on.
-        let handoff = (FastLane.handoff as? LaneHandoff).flatMap {
-            $0.isFor(kind, piece: piece, version: version) && services.isCurrent($0.load) ? $0 : nil
-        }
-        switch handoff.map({ .load($0.load) }) ?? services.plan(kind, piece: piece, version: version) {
+        switch services.plan(kind, piece: piece, version: version) {
         case let .notFound(message):
             throw HTTPError(.notFound, message: message)
         case let .redirect(location):
@@ -55,37 +48,30 @@ struct ImageController<Context: RequestContext>: Sendable {
         case let .load(plan):
             var load = plan
             var provisional = false
-            if !kind.format.isQuickToEncode,
-               // Made already? After the lane's miss, only the disk can say so.
-               !(handoff.map { services.database.isCached(after: $0.miss) } ?? services.database.isCached(plan.request)),
+            // Not made yet in a format slow to encode: a stand-in now, the format in the background.
+            if !kind.format.isQuickToEncode, !services.database.isCached(plan.request),
                let standIn = services.standIn(for: kind, accept: request.headers[.accept], piece: piece, version: version) {
                 (load, provisional) = (standIn, true)
             }
             let image: Image
             do {
-                if let handoff, !provisional {
-                    image = try await services.database.image(after: handoff.miss)
-                } else {
-                    image = try await services.database.image(load.request)
-                }
-            } catch ImageDatabase.Error.httpStatus(404, _) {
+                // Memory first (the lane missed, but a flight may have ended since), then the flight.
+                image = try await services.database.image(for: load.request)
+            } catch ImagePipeline.Error.httpStatus(404, _) {
                 throw HTTPError(.notFound, message: "the gallery does not have piece \(load.piece)")
             } catch {
                 throw HTTPError(.badGateway, message: "\(error)")
             }
             if provisional {
-                // Made in the background for the requests after this one, once the routes are
-                // quiet; listed before the stand-in is sent (`backgroundEncodes` counts it).
-                services.backgroundEncoder.make(plan.request) { [services] in services.isCurrent(plan) }
+                // Made in the background, after the requests somebody waits for; started before the
+                // stand-in is sent (`backgroundEncodes` counts it).
+                await services.encoder.startPrefetching(with: [plan.request])
             }
             let answer = services.answer(load, image: image, ifNoneMatch: request.headers[.ifNoneMatch], provisional: provisional)
             return Response(status: answer.status, headers: answer.headerFields, body: .init(byteBuffer: answer.body))
         }
     }
 
-    /// Refuses a query with a parameter image URLs do not define (all but one `v=`): each
-    /// distinct query would be a new entry in a cache in front (an edge keyed on the whole URL)
-    /// for the same image.
     static func checkQuery(_ request: Request) throws {
         var versions = 0
         for (name, _) in request.uri.queryParameters {
@@ -101,11 +87,8 @@ struct ImageController<Context: RequestContext>: Sendable {
     /// the routes, and `nil` (passed on to them) for anything else: a `Host` the app does not
     /// serve (the router answers 421), a miss, a redirect, an unknown piece, a query other than
     /// `v=` (the route answers 400 to one it does not define).
-    ///
-    /// A miss is handed to the route with its plan and its look in memory (``LaneHandoff``): the
-    /// route plans nothing (unless the feed changed in between) and goes on with
-    /// `ImageDatabase.image(after:)`, which looks in memory again only as its flight's leader
-    /// when memory gained an image since the lane looked (or when memory held a stale entry).
+    /// A miss goes to the route as any request does: it plans and looks in memory again itself
+    /// (microseconds, on a path of milliseconds).
     var fastLane: FastLane.Responder {
         { [services] request in
             // The first `Host`, as the router reads it; none passes there too (HTTP/1.0).
@@ -113,28 +96,8 @@ struct ImageController<Context: RequestContext>: Sendable {
             guard let target = ImageRoute.parse(request.target) else { return nil }
             let kind = VariantKind(route: target.route, density: target.density, format: services.format(accept: request.field("Accept")))
             guard case let .load(plan) = services.plan(kind, piece: target.piece, version: target.version) else { return nil }
-            switch services.database.lookInMemory(plan.variant.request) {
-            case let .hit(image):
-                return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
-            case let .miss(miss):
-                request.handoff = LaneHandoff(kind: kind, piece: target.piece, version: target.version, load: plan, miss: miss)
-                return nil
-            }
+            guard let image = services.database.cachedImage(for: plan.variant.request) else { return nil }
+            return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
         }
-    }
-}
-
-/// What the lane found for an image request it passed on: the route goes on from there.
-struct LaneHandoff: Sendable {
-    let kind: VariantKind
-    let piece: Int
-    let version: Substring?
-    let load: AppServices.ImageLoad
-    let miss: ImageDatabase.MemoryMiss
-
-    /// Whether it was made for the request the route is answering (it always is, request for
-    /// request; checked all the same).
-    func isFor(_ kind: VariantKind, piece: Int?, version: Substring?) -> Bool {
-        self.kind == kind && self.piece == piece && self.version == version
     }
 }
