@@ -42,8 +42,10 @@ test: bootstrap
 	.build-venv/bin/pytest -q -p no:cacheprovider Tests/Anchors
 
 ## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
-## fails on any DocC warning and on any public symbol without a doc comment.
+## fails on any DocC warning, on any public symbol without a doc comment, and on a guide's code block
+## that differs from the snippet file beside it (scripts/check-snippets).
 docs: bootstrap
+	scripts/check-snippets Sources/ImageCache/ImageCache.docc
 	rm -rf .build-docs
 	$(SWIFT) package $(SWIFT_FLAGS) --allow-writing-to-directory .build-docs generate-documentation \
 	  --target ImageCache --target Imaging --output-path .build-docs --warnings-as-errors --transform-for-static-hosting
