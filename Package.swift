@@ -102,11 +102,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Answers memory hits on the event loop, before Hummingbird: the app and the gallery use it.
+        // Answers memory hits on the event loop, before Hummingbird, and says `nosniff` on every
+        // answer Hummingbird's router makes: the app and the gallery use it.
         .target(
             name: "FastLane",
             dependencies: [
                 "HTTPCaching",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -279,6 +281,7 @@ let package = Package(
             dependencies: [
                 "FastLane", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

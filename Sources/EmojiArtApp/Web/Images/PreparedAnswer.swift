@@ -24,7 +24,7 @@ final class PreparedAnswer: Sendable {
         body = ByteBuffer(bytes: image.data)
         func heads(_ cacheControl: String) -> FastLane.Heads {
             // In this order, the order the route has always sent; `nosniff` last, where the
-            // router's middleware adds it to every answer (see `BrowserGuardMiddleware`).
+            // router's middleware adds it to every answer (see `NoSniffMiddleware`).
             // `Vary: Accept` on every image answer, 304s included: the format follows `Accept`.
             let validators = [
                 HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl), HTTPField(name: .vary, value: "Accept"),
