@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // `ManagedAtomic` of a class reference (Synchronization's `Atomic` holds none): the fast
+        // lane's `Date` field, as Hummingbird keeps its own. Already in the graph through SwiftNIO.
+        .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -102,11 +105,14 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Answers memory hits on the event loop, before Hummingbird: the app and the gallery use it.
+        // Answers memory hits on the event loop, before Hummingbird, and says `nosniff` on every
+        // answer Hummingbird's router makes: the app and the gallery use it.
         .target(
             name: "FastLane",
             dependencies: [
                 "HTTPCaching",
+                .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -277,8 +283,9 @@ let package = Package(
         .testTarget(
             name: "FastLaneTests",
             dependencies: [
-                "FastLane", "TestSupport",
+                "FastLane", "HTTPCaching", "TestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

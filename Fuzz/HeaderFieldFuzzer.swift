@@ -4,7 +4,8 @@
 // Built by scripts/fuzz with `swiftc -sanitize=fuzzer,address` from the parsers' own sources:
 // HTTPCaching (a response's `Cache-Control`, `Age`, HTTP dates, `ETag`; a request's
 // `If-None-Match` and `If-Modified-Since`; hex digests), the cache's stored form of a response's
-// headers (DiskEntry's cache header record), and the app's `Accept` negotiation (ServedFormat),
+// headers (DiskEntry's cache header record), and the app's weighted lists of `Accept` and
+// `Accept-Encoding` (WeightedPreferences) and its `Accept` negotiation (ServedFormat),
 // `Host`/`Origin` checks (AllowedHosts) and image route parser (ImageRoute); and the gallery's
 // check of a feed request's nonce (FeedNonce).
 //
@@ -91,6 +92,17 @@ private func useAsRequestFields(_ text: String) {
     if let digest = Hex.bytes(text, count: text.utf8.count / 2) {
         expect(Hex.lowercase(digest) == text.lowercased(), "hex does not survive decoding")
     }
+    // `Accept` and `Accept-Encoding`: each element a name without `;`, an unquoted `,` or optional
+    // whitespace around it, and a weight of 0 to 1; a field over the limit not read at all.
+    var elements = 0
+    for preference in WeightedPreferences(text) {
+        let name = preference.name
+        expect((0...1000).contains(preference.weight), "a weight of \(preference.weight) thousandths")
+        expect(!name.isEmpty && WeightedPreferences.trimmed(name).count == name.count, "a name with space around it")
+        expect(!name.contains(UInt8(ascii: ";")) && WeightedPreferences.firstUnquoted(UInt8(ascii: ","), in: name) == name.endIndex, "a name past its element")
+        elements += 1
+    }
+    expect(elements == 0 || text.utf8.count <= WeightedPreferences.maxLength, "read a field over \(WeightedPreferences.maxLength) bytes")
     let lowercased = text.lowercased()
     for offered in [ServedFormat.allCases, [.webp, .png], [.png], [.avif, .png]] {
         let chosen = ServedFormat.negotiate(text, offered: offered)

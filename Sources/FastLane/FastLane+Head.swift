@@ -1,5 +1,5 @@
 public import HTTPTypes
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import Synchronization
 
@@ -49,6 +49,36 @@ extension FastLane {
             let bytes = WireHead.answer(status: status, fields: headerFields, bodyLength: bodyLength, date: date, serverName: serverName)
             encoded.withLock { $0 = Encoded(date: date, serverName: serverName, bodyLength: bodyLength, bytes: bytes) }
             return bytes
+        }
+    }
+}
+
+extension FastLane {
+    /// One representation's two prepared heads: the 200 that sends its bytes and the 304 that
+    /// tells a client its copy is still current (RFC 9110 15.4.5). Each is made once, for every
+    /// answer of that representation, and the lane keeps its encoding (see ``Head``). Immutable:
+    /// safe to share between threads.
+    ///
+    /// A server that answers a representation from memory keeps one `Heads` beside its body and
+    /// answers with ``answer(body:notModified:)``.
+    public struct Heads: Sendable {
+        /// The 200's head: the representation's fields, its `Content-Length` among them.
+        public let ok: Head
+        /// The 304's head: the fields a 304 repeats (`ETag`, `Cache-Control`, `Vary`...); no body.
+        public let notModified: Head
+
+        /// Creates the two heads from the fields each answer sends, in their order.
+        /// - Parameters:
+        ///   - ok: the 200's fields.
+        ///   - notModified: the 304's fields.
+        public init(ok: HTTPFields, notModified: HTTPFields) {
+            self.ok = Head(status: .ok, headerFields: ok)
+            self.notModified = Head(status: .notModified, headerFields: notModified)
+        }
+
+        /// The 304, without a body, when `notModified`; else the 200 with `body`.
+        public func answer(body: ByteBuffer, notModified isNotModified: Bool) -> Answer {
+            isNotModified ? Answer(head: notModified) : Answer(head: ok, body: body)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Atomics
 public import Foundation
 import HTTPCaching
 public import HTTPTypes
@@ -111,10 +112,27 @@ final class Tally: Sendable {
     let count = Atomic<Int>(0)
 }
 
-/// The `Date` field, formatted once per second of the clock it reads.
+/// The `Date` field, formatted once per second of the clock it reads. Read on every event loop
+/// for every answer the lane sends, without a lock: the current second's text is one immutable
+/// object behind an atomic reference (as Hummingbird keeps its own date), which a reader loads,
+/// and replaces when it finds it a second old.
 final class DateField: Sendable {
+    /// One second's field value.
+    final class Text: AtomicReference, Sendable {
+        /// The second since 1970 it is the value of.
+        let second: Int
+        /// The IMF-fixdate.
+        let value: String
+
+        init(second: Int, value: String) {
+            self.second = second
+            self.value = value
+        }
+    }
+
     private let now: @Sendable () -> Date
-    private let cache = Mutex<(second: Int, text: String)>((.min, ""))
+    /// `.min`, which no reading of the clock gives, until the first answer.
+    private let current = ManagedAtomic(Text(second: .min, value: ""))
 
     init(now: @escaping @Sendable () -> Date) {
         self.now = now
@@ -124,9 +142,11 @@ final class DateField: Sendable {
         let date = now()
         // Int(exactly:) of a clock's reading: a clock set past Int's range formats every time, never traps.
         guard let second = Int(exactly: date.timeIntervalSince1970.rounded(.down)), second != .min else { return HTTPDate.format(date) }
-        if let text = cache.withLock({ $0.second == second ? $0.text : nil }) { return text }
-        let text = HTTPDate.format(date)
-        cache.withLock { $0 = (second, text) }
-        return text
+        let text = current.load(ordering: .acquiring)
+        if text.second == second { return text.value }
+        // Loops that find the same new second at once each format it; the last one stored stays.
+        let fresh = Text(second: second, value: HTTPDate.format(date))
+        current.store(fresh, ordering: .releasing)
+        return fresh.value
     }
 }

@@ -133,6 +133,19 @@ import TestSupport
         ("Gzip", "gzip"), ("gzip ; q=0.5", "gzip"), ("DEFLATE", "deflate"), ("gzip; q=0, deflate; q=1", "deflate"),
     ]
 
+    /// The same choices, and weights as RFC 9110 writes them (``WeightedPreferences``), without
+    /// a server: a `q` that is not a q-value refuses its coding.
+    @Test func theCodingIsChosenFromAcceptEncodingsWeights() {
+        let weights: [(accepted: String, coding: String?)] = [
+            ("gzip;q=0.001", "gzip"), ("x-gzip", "gzip"), ("gzip;q=2, deflate", "deflate"), ("gzip;q=0.0001", nil),
+            ("deflate;q=1.5", nil), ("*;q=.5", nil), ("gzip;q=0, gzip;q=0.5", "gzip"), ("", nil),
+            ("br," + String(repeating: " ", count: 2048) + "gzip", nil),  // over 2 KiB: not read
+        ]
+        for (accepted, coding) in Self.codings + weights {
+            #expect(AcceptEncodingForCompressor.coding(accepting: accepted) == coding, "\(accepted)")
+        }
+    }
+
     @Test func theCodingFollowsAcceptEncodingPreferringGzipAndOneWeakETagRevalidatesBoth() async throws {
         try await withVerifiedApp { port, _, _ in
             for (accepted, coding) in Self.codings {

@@ -81,6 +81,7 @@ public enum EmojiArtApp {
             allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(NoSniffMiddleware())  // outermost: errors answered, `nosniff` on every answer
         router.middlewares.add(BrowserGuardMiddleware(services: services))
         router.middlewares.add(OneSpellingMiddleware(services: services))  // `/stats/`, `//stats`: 404
         router.addRoutes(PageController(services: services).endpoints)  // with its error pages

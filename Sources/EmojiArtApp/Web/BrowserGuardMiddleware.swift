@@ -1,9 +1,9 @@
 import HTTPTypes
 import Hummingbird
-import Logging
 
-/// The rules every request meets before a route sees it, and what every answer tells the
-/// browser; the outermost middleware, so errors thrown past the others are answered here too.
+/// The rules every request meets before a route sees it; just inside `NoSniffMiddleware`, the
+/// outermost middleware, which answers the errors thrown past this one and says `nosniff` on
+/// every answer, this one's refusals included.
 ///
 /// - A `Host` that is not a name the app serves (see ``AllowedHosts``) is answered 421, on every
 ///   route: a page at a name rebound to the app's address can neither read nor change it.
@@ -12,18 +12,20 @@ import Logging
 ///   `Sec-Fetch-Site` present and neither `same-origin` nor `none`, or `Origin` present and not
 ///   the origin of the request's own `Host`. A request with neither field is not from a browser
 ///   (`emojiart cache clear --app URL`, `curl`) and passes.
-/// - Every answer says `X-Content-Type-Options: nosniff`: an image's content type comes from the
-///   disk entry and must never be guessed from its bytes. Pages add their policies themselves
-///   (``PageController/html(_:status:)``); the fast lane's prepared heads carry `nosniff` too.
+///
+/// Every answer says `X-Content-Type-Options: nosniff` (from `NoSniffMiddleware`): an image's
+/// content type comes from the disk entry and must never be guessed from its bytes. Pages add
+/// their policies themselves (``PageController/html(_:status:)``); the fast lane's prepared
+/// heads carry `nosniff` too.
 struct BrowserGuardMiddleware<Context: RequestContext>: RouterMiddleware {
     let services: AppServices
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response: Response
         if let authority = request.head.authority, !services.allowedHosts.allows(host: authority.utf8[...]) {
             services.metrics.refused(.foreignHost)
-            response = Self.misdirected(authority)
-        } else if !Self.isSafe(request.method), let reason = Self.crossSiteReason(request) {
+            return Self.misdirected(authority)
+        }
+        if !Self.isSafe(request.method), let reason = Self.crossSiteReason(request) {
             services.metrics.refused(.crossSite)
             let page = await services.render("error", [
                 "title": "Refused",
@@ -33,19 +35,9 @@ struct BrowserGuardMiddleware<Context: RequestContext>: RouterMiddleware {
                     + "Origin and Sec-Fetch-Site (as emojiart cache clear --app URL does).",
                 "retry": false,
             ])
-            response = PageController<Context>.html(page, status: .forbidden)
-        } else {
-            do {
-                response = try await next(request, context)
-            } catch let error as any HTTPResponseError {
-                response = try error.response(from: request, context: context)
-            } catch {
-                context.logger.error("unhandled error: \(error)")
-                response = Response(status: .internalServerError, headers: [.contentLength: "0"])
-            }
+            return PageController<Context>.html(page, status: .forbidden)
         }
-        response.headers[.xContentTypeOptions] = "nosniff"
-        return response
+        return try await next(request, context)
     }
 
     /// Whether `method` changes nothing (`GET`, `HEAD`, `OPTIONS`): any page may send it.

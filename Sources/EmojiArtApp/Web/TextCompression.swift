@@ -86,41 +86,31 @@ final class AcceptEncodingForCompressor: ChannelInboundHandler, RemovableChannel
         }
         if head.method == .HEAD {
             head.headers.remove(name: "accept-encoding")
-        } else {
-            let codings = head.headers[canonicalForm: "accept-encoding"]
+        } else if let coding = Self.coding(accepting: head.headers["accept-encoding"].joined(separator: ", ")) {
             // What the compressor is left to read, settled here in the form it reads (it matches
             // names case-sensitively, reads `q` only without spaces, and takes `*` for gzip even
-            // after `gzip;q=0`): gzip, else deflate, else nothing.
-            if Self.acceptsGzip(codings) {
-                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "gzip")
-            } else if codings.contains(where: { Self.coding($0) == "deflate" && Self.quality($0) > 0 }) {
-                head.headers.replaceOrAdd(name: "Accept-Encoding", value: "deflate")
-            } else {
-                head.headers.remove(name: "accept-encoding")
-            }
+            // after `gzip;q=0`).
+            head.headers.replaceOrAdd(name: "Accept-Encoding", value: coding)
+        } else {
+            head.headers.remove(name: "accept-encoding")
         }
         context.fireChannelRead(wrapInboundOut(.head(head)))
     }
 
-    /// The content-coding of one `Accept-Encoding` element, lowercased, without its parameters.
-    static func coding(_ element: Substring) -> String {
-        element.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-    }
-
-    /// Whether a field of `elements` accepts gzip (RFC 9110 12.5.3): `gzip` (or `x-gzip`) with a
-    /// `q` above 0 when it is named, else `*` with a `q` above 0.
-    static func acceptsGzip(_ elements: [Substring]) -> Bool {
-        if let named = elements.first(where: { ["gzip", "x-gzip"].contains(coding($0)) }) { return quality(named) > 0 }
-        return elements.first { coding($0) == "*" }.map { quality($0) > 0 } ?? false
-    }
-
-    /// The `q` of one element: 1 without one, 0 for one that does not parse.
-    static func quality(_ element: Substring) -> Double {
-        for parameter in element.split(separator: ";").dropFirst() {
-            let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            if pair.count == 2, pair[0] == "q" { return Double(pair[1]).flatMap { $0.isFinite ? $0 : nil } ?? 0 }
+    /// The coding the compressor is left to make for an `Accept-Encoding` of `field` (all its
+    /// lines joined with commas), read as ``WeightedPreferences``: `gzip` when the field accepts
+    /// gzip (RFC 9110 12.5.3: `gzip` or `x-gzip` with a weight above 0 where either is named,
+    /// else `*` with one), else `deflate` when it names deflate with a weight above 0, else `nil`.
+    /// A name listed more than once counts with its highest weight.
+    static func coding(accepting field: String) -> String? {
+        var gzip = -1, any = -1, deflate = -1
+        for preference in WeightedPreferences(field) {
+            if preference.names("gzip") || preference.names("x-gzip") { gzip = max(gzip, preference.weight) }
+            else if preference.names("*") { any = max(any, preference.weight) }
+            else if preference.names("deflate") { deflate = max(deflate, preference.weight) }
         }
-        return 1
+        if (gzip >= 0 ? gzip : any) > 0 { return "gzip" }
+        return deflate > 0 ? "deflate" : nil
     }
 }
 

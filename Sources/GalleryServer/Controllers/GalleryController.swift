@@ -158,13 +158,11 @@ struct GalleryController<Context: RequestContext>: Sendable {
     func plainAnswer(_ number: Int, edition: Edition, get: Bool, ifNoneMatch: String?, ifModifiedSince: String?) -> FastLane.Answer {
         let piece = edition.pieces[number]
         let heads = preparedHeads.heads(of: number, in: edition) { imageFields($0, edition: edition) }
-        if ConditionalRequest.notModified(
+        let notModified = ConditionalRequest.notModified(
             ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince, etag: piece.etag, lastModified: edition.modified[number]
-        ) {
-            return FastLane.Answer(head: heads.notModified)
-        }
-        if get { metrics.served(bytes: piece.png.readableBytes) }
-        return FastLane.Answer(head: heads.ok, body: piece.png)
+        )
+        if get, !notModified { metrics.served(bytes: piece.png.readableBytes) }
+        return heads.answer(body: piece.png, notModified: notModified)
     }
 
     /// `/gallery/image?N` of a piece the gallery has, answered on the event loop when neither
@@ -218,25 +216,16 @@ struct GalleryController<Context: RequestContext>: Sendable {
 /// image answer: an answer reuses them instead of building its fields, and the fast lane keeps
 /// their encoding (on its hot path).
 final class PreparedImageHeads: Sendable {
-    /// One piece's heads.
-    struct Heads: Sendable {
-        let ok: FastLane.Head
-        let notModified: FastLane.Head
-    }
-
-    private let state = Mutex<(edition: Edition, pieces: [Heads])?>(nil)
+    private let state = Mutex<(edition: Edition, pieces: [FastLane.Heads])?>(nil)
 
     /// Piece `number`'s heads in `edition`, made with `make` (a piece's fields without
     /// `Content-Length`) for every piece when `edition` is new.
-    func heads(of number: Int, in edition: Edition, make: (Int) -> [HTTPField]) -> Heads {
+    func heads(of number: Int, in edition: Edition, make: (Int) -> [HTTPField]) -> FastLane.Heads {
         if let heads = state.withLock({ $0?.edition === edition ? $0?.pieces[number] : nil }) { return heads }
         let pieces = edition.pieces.indices.map { index in
             let fields = make(index)
             let length = HTTPField(name: .contentLength, value: String(edition.pieces[index].png.readableBytes))
-            return Heads(
-                ok: FastLane.Head(status: .ok, headerFields: HTTPFields(fields + [length])),
-                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(fields))
-            )
+            return FastLane.Heads(ok: HTTPFields(fields + [length]), notModified: HTTPFields(fields))
         }
         state.withLock { $0 = (edition, pieces) }
         return pieces[number]

@@ -9,28 +9,22 @@ import Synchronization
 /// lane keeps encoded), for the mode's plain `Cache-Control` and, with a current `v=`, for the
 /// immutable one.
 final class PreparedAnswer: Sendable {
-    /// One `Cache-Control`'s heads: 200's and 304's.
-    struct Heads: Sendable {
-        let ok: FastLane.Head
-        let notModified: FastLane.Head
-    }
-
     /// The bytes it was made from, held so the identity comparison in ``isMade(from:)`` is sound.
     let data: [UInt8]
     let contentType: String
     let etag: String
     let body: ByteBuffer
-    let plain: Heads
-    let versioned: Heads
+    let plain: FastLane.Heads
+    let versioned: FastLane.Heads
 
     init(image: Image, etag: String, cacheControl: ImageCacheControl) {
         data = image.data
         contentType = image.contentType
         self.etag = etag
         body = ByteBuffer(bytes: image.data)
-        func heads(_ cacheControl: String) -> Heads {
+        func heads(_ cacheControl: String) -> FastLane.Heads {
             // In this order, the order the route has always sent; `nosniff` last, where the
-            // router's middleware adds it to every answer (see `BrowserGuardMiddleware`).
+            // router's middleware adds it to every answer (see `NoSniffMiddleware`).
             // `Vary: Accept` on every image answer, 304s included: the format follows `Accept`.
             let validators = [
                 HTTPField(name: .eTag, value: etag), HTTPField(name: .cacheControl, value: cacheControl), HTTPField(name: .vary, value: "Accept"),
@@ -41,10 +35,7 @@ final class PreparedAnswer: Sendable {
                 HTTPField(name: .contentLength, value: String(image.data.count)),
                 noSniff,
             ])
-            return Heads(
-                ok: FastLane.Head(status: .ok, headerFields: ok),
-                notModified: FastLane.Head(status: .notModified, headerFields: HTTPFields(validators + [noSniff]))
-            )
+            return FastLane.Heads(ok: ok, notModified: HTTPFields(validators + [noSniff]))
         }
         plain = heads(cacheControl.plain)
         versioned = heads(cacheControl.versioned)
@@ -76,7 +67,6 @@ final class PreparedAnswer: Sendable {
 
     /// The answer, `versioned` or not: 200 with the bytes, or 304 when `notModified`.
     func answer(versioned isVersioned: Bool, notModified: Bool) -> FastLane.Answer {
-        let heads = isVersioned ? versioned : plain
-        return notModified ? FastLane.Answer(head: heads.notModified) : FastLane.Answer(head: heads.ok, body: body)
+        (isVersioned ? versioned : plain).answer(body: body, notModified: notModified)
     }
 }
