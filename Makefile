@@ -5,7 +5,10 @@ export VIPS_WARNING ?= 0
 # build (scripts/libvips.pin), in a build folder of its own: `make test VIPS=system`.
 export VIPS ?=
 BUILD := $(if $(filter system,$(VIPS)),.build-vips-system,.build)
-SWIFT_FLAGS := $(if $(filter system,$(VIPS)),--scratch-path $(BUILD))
+# The App trait (Package.swift): the app, the gallery, the command line, the bench and the tests, and
+# the packages only they use. Off by default, so that a library user of ImageCache does not fetch
+# them; every build here turns it on (scripts/ too).
+SWIFT_FLAGS := --traits App $(if $(filter system,$(VIPS)),--scratch-path $(BUILD))
 LIBVIPS_VERSION := $(shell sed -n 's/^LIBVIPS_VERSION=//p' scripts/libvips.pin)
 
 .PHONY: all run test test-swift test-browser bench bench-peers fuzz docs trace build release bootstrap install clean

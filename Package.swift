@@ -16,6 +16,14 @@ let swiftSettings: [SwiftSetting] = [
 /// libvips (libvips-dev). Neither file names Debian's `vips.pc`, so it never wins silently.
 let libvipsPackage = Context.environment["VIPS"] == "system" ? "emojiart-libvips-system" : "emojiart-libvips"
 
+/// The condition on every product that only the app, the gallery server, the command line, the
+/// bench and the tests use. The `App` trait is off by default, so a package that depends on this
+/// one (a library user of ImageCache) does not resolve the packages only these products come from:
+/// Hummingbird, Mustache, Prometheus, swift-metrics, ArgumentParser (async-http-client needs the
+/// rest of the group too). This package's own builds turn it on: `--traits App`, as the Makefile
+/// and scripts/ pass it.
+let app = TargetDependencyCondition.when(traits: ["App"])
+
 let package = Package(
     name: "EmojiArt",
     platforms: [.macOS(.v15)],
@@ -25,31 +33,42 @@ let package = Package(
         .library(name: "HTTPCaching", targets: ["HTTPCaching"]),
         .library(name: "Imaging", targets: ["Imaging"]),
         .library(name: "GalleryFeed", targets: ["GalleryFeed"]),
+        // These three need the App trait.
         .library(name: "GalleryServer", targets: ["GalleryServer"]),
         .library(name: "FastLane", targets: ["FastLane"]),
         .library(name: "EmojiArtApp", targets: ["EmojiArtApp"]),
     ],
+    traits: [
+        .trait(
+            name: "App",
+            description: "The app, the gallery server, the emojiart command, the bench and the tests, with the packages only they use (Hummingbird, Mustache, Prometheus, swift-metrics, ArgumentParser). Off by default: a library user of ImageCache needs none of it."
+        ),
+        .default(enabledTraits: []),
+    ],
     dependencies: [
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
-        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        // ImageCache's, and so every library user's (HTTPCaching, GalleryFeed and Imaging have none).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // `ManagedAtomic` of a class reference (Synchronization's `Atomic` holds none): the fast
         // lane's `Date` field, as Hummingbird keeps its own. Already in the graph through SwiftNIO.
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.1.1"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // The app's, the gallery's and their tools' only: every product of theirs is under `app`.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        // `make docs`: the DocC catalogs of ImageCache and Imaging as a static site.
+        // `make docs`: the DocC catalogs of ImageCache and Imaging as a static site. A command
+        // plugin no target names: SwiftPM resolves it only where this package is the root.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
@@ -101,7 +120,7 @@ let package = Package(
             dependencies: [
                 "HTTPCaching",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers", condition: app),
             ],
             swiftSettings: swiftSettings
         ),
@@ -111,15 +130,15 @@ let package = Package(
             name: "FastLane",
             dependencies: [
                 "HTTPCaching",
-                .product(name: "Atomics", package: "swift-atomics"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Atomics", package: "swift-atomics", condition: app),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: app),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: app),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: app),
             ],
             swiftSettings: swiftSettings
         ),
@@ -131,17 +150,17 @@ let package = Package(
                 "HTTPCaching",
                 "Imaging",
                 "MessageSignatures",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: app),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics", condition: app),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: app),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -155,16 +174,16 @@ let package = Package(
                 "ImageCache",
                 "Imaging",
                 "MessageSignatures",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Mustache", package: "swift-mustache"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
+                .product(name: "Mustache", package: "swift-mustache", condition: app),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras", condition: app),
                 .product(name: "Clocks", package: "swift-clocks"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -180,14 +199,14 @@ let package = Package(
                 "ImageCache",
                 "GalleryServer",
                 "EmojiArtApp",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: app),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: app),
             ],
             swiftSettings: swiftSettings
         ),
@@ -206,8 +225,8 @@ let package = Package(
                 "ImageCache",
                 "GalleryServer",
                 "EmojiArtApp",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: app),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -221,9 +240,9 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -268,9 +287,9 @@ let package = Package(
             name: "GalleryServerTests",
             dependencies: [
                 "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "Imaging", "TestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: app),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -284,13 +303,13 @@ let package = Package(
             name: "FastLaneTests",
             dependencies: [
                 "FastLane", "HTTPCaching", "TestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: app),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: app),
             ],
             swiftSettings: swiftSettings
         ),
@@ -299,17 +318,17 @@ let package = Package(
             dependencies: [
                 "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart", "CProfile",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: app),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOFoundationEssentialsCompat", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: app),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
             ],
             swiftSettings: swiftSettings
         ),
