@@ -90,10 +90,13 @@ bench-peers:
 	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
 	@$(PEER_ENGINE) .build-bench/vips-binary-venv binary
 
-## make trace: what one cold thumbnail request and one memory hit of the app run (files, functions,
-## Mutex-guarded states, memory lookups, plans), counted in a build with code coverage (.build-trace/).
+## make trace: what one cold thumbnail request and one memory hit of the app run and how they
+## synchronize (code regions of Sources/ by module; locks by the type holding the Mutex, actor hops,
+## atomic read-modify-writes), counted in a build with code coverage (.build-trace/), beside the
+## baseline in scripts/trace-baseline.json and its targets. `make trace ARGS=--check` exits 1 when a
+## target is not met; ARGS=--burst counts contended locks under the 1,000-variant burst instead.
 trace: bootstrap
-	scripts/trace
+	scripts/trace $(ARGS)
 
 ## make fuzz: under libFuzzer for SECONDS each (default 60): the disk entry decoder and the uses of what it
 ## decodes; the parsers of header fields and request targets.
