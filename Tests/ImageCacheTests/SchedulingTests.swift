@@ -172,9 +172,8 @@ final class ThreadHoldingProcessor: ImageProcessing {
         processor.allow(100)
         _ = try await shown.image
         #expect(processor.startOrder.filter { $0 == "piece-30" }.count == 1)
-        // Prefetches never count as hits (nor does a variant's original found in memory: the
-        // hit would be the variant's), and the opened request joined: no hit at all.
-        #expect(pipeline.memory.hits.value == 0)
+        // Prefetches never count as hits: the one hit is the shown request's original.
+        #expect(pipeline.memory.hits.value == 1)
         #expect(await pipeline.stats().coalesced == 1, "the opened request joined the prefetch")
     }
 

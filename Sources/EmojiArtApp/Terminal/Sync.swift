@@ -64,6 +64,8 @@ public struct Sync: Sendable {
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
+        // Answers do not wait for their disk writes: the report (and the process's exit) does.
+        await model.database.flush()
         return Report(
             progress: progress,
             thumbnails: thumbnails,

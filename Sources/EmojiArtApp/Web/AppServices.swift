@@ -46,7 +46,7 @@ struct AppServices: Sendable {
     let catalogPages = CatalogPages()
 
     /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
-    var backgroundServices: [any Service] { [statsBroadcast] }
+    var backgroundServices: [any Service] { [statsBroadcast, WritesAtShutdown(database: database)] }
 
     /// Makes the processors of `boxes` at every density in `formats`.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
@@ -143,5 +143,16 @@ struct AppServices: Sendable {
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
             "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
         ]
+    }
+}
+
+/// At the app's graceful shutdown, waits for the disk writes of images already answered
+/// (answers do not wait for them), so a stopped app leaves every answered image on disk.
+struct WritesAtShutdown: Service {
+    let database: ImagePipeline
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await database.flush()
     }
 }

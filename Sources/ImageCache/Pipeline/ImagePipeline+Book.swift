@@ -1,5 +1,3 @@
-import Clocks
-
 /// The book's `ImageLoader` bookkeeping, read from the engine: the state of each key, as the
 /// book's `cache: [String: DownloadState]` dictionary showed it.
 extension ImagePipeline {
@@ -22,7 +20,7 @@ extension ImagePipeline {
         }
         if let image = io.memory.peek(key) { return .completed(image) }
         if let failure = machine.failure(key, now: now) {
-            return .failed(failure.failure.error, retryAfter: now.duration(to: failure.until))
+            return .failed(failure.failure.error, retryAfter: failure.until - now)
         }
         return nil
     }

@@ -50,9 +50,16 @@ extension ImagePipeline {
         pendingWrites[key] = image
         pendingWriteBytes += image.data.count
         maxPendingWriteBytes = max(maxPendingWriteBytes, pendingWriteBytes)
+        writesUnderWay += 1
         defer {
             if pendingWrites[key] == image { pendingWrites[key] = nil }
             pendingWriteBytes -= image.data.count
+            writesUnderWay -= 1
+            if writesUnderWay == 0 {
+                let waiting = flushWaiters
+                flushWaiters = []
+                for waiter in waiting { waiter.resume() }
+            }
         }
         do {
             try await run(.diskWrite, for: id, priority: priority) { [io] in await io.write(image, forKey: key, to: disk) }
@@ -63,6 +70,14 @@ extension ImagePipeline {
 
     /// Returns once no image of `key` waits for its disk write (``store``): a write gives its
     /// slot back with a change (``onSchedulingChange``) and lets go of its image in that turn.
+    /// Returns once every image answered so far is written to disk (or its write failed):
+    /// call it before a process that used the pipeline exits, as `emojiart sync` does.
+    public func flush() async {
+        while writesUnderWay > 0 {
+            await withCheckedContinuation { flushWaiters.append($0) }
+        }
+    }
+
     func writeFinished(forKey key: String) async {
         guard pendingWrites[key] != nil else { return }
         for await _ in onSchedulingChange where pendingWrites[key] == nil { return }

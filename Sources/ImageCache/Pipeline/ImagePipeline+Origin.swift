@@ -58,7 +58,7 @@ extension ImagePipeline {
         _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: FlightID, as work: Caller
     ) async throws -> ImageResponse {
         let original: ImageResponse
-        switch io.lookInMemory(request.original, countingHit: false) {
+        switch io.lookInMemory(request.original, countingHit: work.countsHits) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request.original) }
             original = ImageResponse(image: image, source: .memory)

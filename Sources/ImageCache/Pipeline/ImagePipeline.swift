@@ -1,4 +1,3 @@
-import Clocks
 public import Foundation
 import HTTPCaching
 import Logging
@@ -44,7 +43,7 @@ public final class ImagePipeline {
         typealias Work = Task<Image, any Swift.Error>
         typealias Deadline = Task<Void, Never>
         typealias Failure = RememberedFailure
-        typealias Instant = AnyClock<Duration>.Instant
+        typealias Instant = Duration
     }
 
     /// A failure remembered with the SHA-256 the request that met it expected (the feed's
@@ -68,7 +67,7 @@ public final class ImagePipeline {
     /// Memory, disk, fetcher, counters and the freshness rules: what runs off the actor.
     let io: PipelineIO
     /// Measures failure expiries and queue deadlines.
-    let clock: AnyClock<Duration>
+    let clock: PipelineClock
     /// Flights, members, priorities, stages and remembered failures.
     var machine: Machine
     /// The one set-up of the disk, awaited by every first caller.
@@ -79,6 +78,10 @@ public final class ImagePipeline {
     var pendingWriteBytes = 0
     /// The most ``pendingWrites`` held at once, in bytes.
     var maxPendingWriteBytes = 0
+    /// Disk writes of answered images not finished yet (``flush()`` waits for none).
+    var writesUnderWay = 0
+    /// Callers of ``flush()`` waiting for ``writesUnderWay`` to reach 0.
+    var flushWaiters: [CheckedContinuation<Void, Never>] = []
     /// Who follows ``SchedulingStats`` (see `onSchedulingChange`).
     var followers: [UInt64: AsyncStream<SchedulingStats>.Continuation] = [:]
 
@@ -94,7 +97,7 @@ public final class ImagePipeline {
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         io = PipelineIO(configuration: configuration, now: now)
-        self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
+        self.clock = PipelineClock(clock)
         machine = Machine(limits: configuration.limits)
     }
 
@@ -162,8 +165,7 @@ public final class ImagePipeline {
         // A stored 404 or 410 that answers only if the origin cannot be asked.
         var missing: Int?
         var result: Result<ImageResponse, any Swift.Error>
-        // What the origin said, counted once the flight is complete: whoever follows a counter
-        // finds the new entry in place.
+        // What the origin said, counted as the flight completes (see `complete`).
         var outcome: [LiveCounter] = []
         do {
             // 1. Disk, within the disk-read limit; read and checked off the actor.
@@ -213,14 +215,12 @@ public final class ImagePipeline {
         if stores, !noStore, let disk, case let .success(response) = result,
            pendingWriteBytes + response.image.data.count > io.configuration.limits.pendingWriteBytes {
             await store(response.image, forKey: request.cacheKey, to: disk, flight: id, priority: nil)
-            complete(request, flight: id, with: result)
-            for counter in outcome { counter.increment() }
+            complete(request, flight: id, with: result, counting: outcome)
             return response
         }
         // 4. The answer, before the disk. The write keeps the flight's priority, which ends here.
         let priority = machine.priority(ofFlight: id)
-        complete(request, flight: id, with: result)
-        for counter in outcome { counter.increment() }
+        complete(request, flight: id, with: result, counting: outcome)
         let response = try result.get()
         if stores, let disk {
             if noStore {
@@ -234,11 +234,16 @@ public final class ImagePipeline {
 
     /// Ends the flight: keeps a success in memory (unless `no-store`, or nobody waiting wants
     /// it there), remembers a failure until its expiry, and resumes every waiter.
-    /// - Parameter keepingInMemory: false when the image came from memory.
+    /// - Parameters:
+    ///   - keepingInMemory: false when the image came from memory.
+    ///   - outcome: what the origin said, counted on success once the image is in memory (whoever
+    ///     follows a counter finds it in place) and before any waiter resumes (who reads the
+    ///     counters after its answer finds them counted).
     func complete(
-        _ request: ImageRequest, flight id: FlightID, with result: Result<ImageResponse, any Swift.Error>, keepingInMemory: Bool = true
+        _ request: ImageRequest, flight id: FlightID, with result: Result<ImageResponse, any Swift.Error>, keepingInMemory: Bool = true,
+        counting outcome: [LiveCounter] = []
     ) {
-        var remembered: (RememberedFailure, until: AnyClock<Duration>.Instant)?
+        var remembered: (RememberedFailure, until: Duration)?
         switch result {
         case let .success(response):
             // Before the flight ends, so a caller who finds no flight finds the image.
@@ -249,10 +254,12 @@ public final class ImagePipeline {
             break  // an answer of this request's policy or of the load now, not of the origin: not remembered
         case let .failure(error as ImagePipeline.Error):
             let expiry = error.isTransient ? io.configuration.transientFailureExpiry : io.configuration.permanentFailureExpiry
-            remembered = (RememberedFailure(error: error, expectedSHA256: request.expectedSHA256), clock.now.advanced(by: expiry))
+            remembered = (RememberedFailure(error: error, expectedSHA256: request.expectedSHA256), clock.now + expiry)
         case .failure:
             break  // cancellation, or an error of a custom fetcher: not remembered
         }
+        // A refresh whose bytes were then refused (not the ones the feed lists) is no refresh.
+        if case .success = result { for counter in outcome { counter.increment() } }
         guard let waiters = machine.finish(id, remembering: remembered) else { return }
         if let error = remembered?.0.error {
             io.counters.failures.increment()

@@ -1,5 +1,3 @@
-import Clocks
-
 /// The limited stages: a slot is taken on the actor, the work runs off it, and the slot is
 /// given back on the actor, which starts the next waiting work of the highest priority.
 extension ImagePipeline {
@@ -67,7 +65,7 @@ extension ImagePipeline {
         let deadline = io.configuration.limits.interactiveDeadline
         // Weak: a pending deadline does not keep the pipeline alive (cancelling it resumes nobody).
         let timer = Task { [weak self, clock] in
-            try? await clock.sleep(for: deadline)
+            try? await clock.sleep(deadline)
             guard !Task.isCancelled, let self, let waiter = self.machine.expire(stage, id: id) else { return }
             waiter.resume(throwing: ImagePipeline.Error.tooBusy(stage: stage.description, waited: deadline))
             self.changed()
