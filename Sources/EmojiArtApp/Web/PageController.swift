@@ -20,7 +20,7 @@ struct PageController<Context: RequestContext>: Sendable {
             return Self.back(request)
         }
         routes.post("cache/clear-disk") { request, _ in
-            await services.database.clear()
+            await services.database.clearDisk()
             services.forgetPrefetches()
             return Self.back(request)
         }

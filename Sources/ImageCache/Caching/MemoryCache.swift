@@ -8,7 +8,7 @@ import Synchronization
 /// a variant's hit reads both under one lock.
 ///
 /// Thread-safe behind a `Mutex` rather than an actor: a hit is a synchronous lookup read from
-/// everywhere, and must not cost an executor hop. Each hit is counted.
+/// everywhere, and must not cost an executor hop. ``image(forKey:)`` counts a hit; the pipeline counts its own.
 public final class MemoryCache: Sendable {
     private struct Storage {
         var images: LRUCache<String, Image>

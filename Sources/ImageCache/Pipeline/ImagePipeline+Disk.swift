@@ -47,12 +47,14 @@ extension ImagePipeline {
     /// ``Limits/pendingWriteBytes`` the flight waits for its write before it ends.
     /// - Parameter priority: the flight's, which has ended by then: the write keeps its place.
     func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: FlightID, priority: ImageRequest.Priority?) async {
-        pendingWrites[key] = image
+        // Two writes of one key may overlap (a refresh): the later one's image stays held.
+        let write = machine.makeID()
+        (pendingWrites[key], pendingWriteIDs[key]) = (image, write)
         pendingWriteBytes += image.data.count
         maxPendingWriteBytes = max(maxPendingWriteBytes, pendingWriteBytes)
         writesUnderWay += 1
         defer {
-            if pendingWrites[key] == image { pendingWrites[key] = nil }
+            if pendingWriteIDs[key] == write { (pendingWrites[key], pendingWriteIDs[key]) = (nil, nil) }
             pendingWriteBytes -= image.data.count
             writesUnderWay -= 1
             if writesUnderWay == 0 {
@@ -68,8 +70,6 @@ extension ImagePipeline {
         }
     }
 
-    /// Returns once no image of `key` waits for its disk write (``store``): a write gives its
-    /// slot back with a change (``onSchedulingChange``) and lets go of its image in that turn.
     /// Returns once every image answered so far is written to disk (or its write failed):
     /// call it before a process that used the pipeline exits, as `emojiart sync` does.
     public func flush() async {
@@ -78,6 +78,8 @@ extension ImagePipeline {
         }
     }
 
+    /// Returns once no image of `key` waits for its disk write (``store``): a write gives its
+    /// slot back with a change (``onSchedulingChange``) and lets go of its image in that turn.
     func writeFinished(forKey key: String) async {
         guard pendingWrites[key] != nil else { return }
         for await _ in onSchedulingChange where pendingWrites[key] == nil { return }
@@ -120,9 +122,14 @@ extension ImagePipeline {
     }
 
     /// The book's `clear()`: empties memory and the disk and forgets remembered failures;
-    /// flights under way go on. (``clearMemory()`` leaves the disk.)
+    /// flights under way go on. (``clearMemory()`` leaves the disk, ``clearDisk()`` memory.)
     public func clear() async {
         clearMemory()
+        await clearDisk()
+    }
+
+    /// Empties the disk; memory, remembered failures and flights under way stay.
+    public func clearDisk() async {
         if let disk = await usableDisk() { await io.removeAll(from: disk) }
     }
 

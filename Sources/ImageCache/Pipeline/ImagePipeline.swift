@@ -74,11 +74,13 @@ public final class ImagePipeline {
     var setUpTask: Task<Result<DiskStorage.SetUpReport, ImagePipeline.Error>, Never>?
     /// Images answered but not yet on disk, by key: a lookup finds them here (see ``store``).
     var pendingWrites: [String: Image] = [:]
+    /// Which write holds each of ``pendingWrites``.
+    var pendingWriteIDs: [String: UInt64] = [:]
     /// The bytes of ``pendingWrites``.
     var pendingWriteBytes = 0
     /// The most ``pendingWrites`` held at once, in bytes.
     var maxPendingWriteBytes = 0
-    /// Disk writes of answered images not finished yet (``flush()`` waits for none).
+    /// Disk writes of answered images not finished yet (``flush()`` returns when there are none).
     var writesUnderWay = 0
     /// Callers of ``flush()`` waiting for ``writesUnderWay`` to reach 0.
     var flushWaiters: [CheckedContinuation<Void, Never>] = []
@@ -91,6 +93,8 @@ public final class ImagePipeline {
     ///   - clock: the clock failure expiries and queue deadlines run on; tests pass one they move.
     ///   - now: the wall clock HTTP freshness is judged by (it must survive restarts, so it is
     ///     the date); tests pass one they move.
+    // Not isolated: it only stores, so a pipeline is made anywhere (a static `shared`, an app's
+    // set-up) without a hop.
     public nonisolated init(
         configuration: Configuration = .init(),
         clock: some Clock<Duration> = ContinuousClock(),

@@ -203,7 +203,7 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
 
     // MARK: - The leader's hand-off
 
-    /// The leader's first stage missed: the rest becomes work that outlives the leader, made by
+    /// The leader hands the flight to work that outlives it, made by
     /// `start` (which creates a task; it runs in the caller's turn on the actor, so nobody sees
     /// the flight without its work). The leader then adds its waiter with
     /// ``addWaiter(_:member:flight:)``, as a joiner would.
