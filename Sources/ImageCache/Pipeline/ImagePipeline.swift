@@ -120,6 +120,7 @@ public final class ImagePipeline {
     /// After memory: the key's flight, led or joined; a remembered failure answers at once.
     /// - Parameter stale: the entry memory found to revalidate, if any.
     func load(_ request: ImageRequest, stale: Image?, as caller: Caller) async throws -> ImageResponse {
+        var stale = stale
         let flightKey = request.flightKey
         var retrying = request.retryingFailures
         while true {
@@ -139,14 +140,18 @@ public final class ImagePipeline {
                 if let response = try await wait(flight: id, member: member, joining: caller.countsHits) { return response }
             case let .lead(id, member):
                 // A flight of this key may have ended since the front door looked (its look and
-                // this turn are not one step): its image is in memory now.
-                if stale == nil, case let .hit(image, _) = io.lookInMemory(request, countingHit: caller.countsHits) {
+                // this turn are not one step): its image is in memory now, or a newer entry to
+                // revalidate than the one the caller saw.
+                switch io.lookInMemory(request, countingHit: caller.countsHits) {
+                case let .hit(image, _):
                     complete(request, flight: id, with: .success(ImageResponse(image: image, source: .memory)), keepingInMemory: false)
                     return ImageResponse(image: image, source: .memory)
+                case let .stale(entry): stale = entry
+                case .miss: break
                 }
                 let work = Caller(asker: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
                 let started = machine.handOff(id, leader: member, leaderCancelled: Task.isCancelled) {
-                    Task { try await self.run(request, flight: id, stale: stale, as: work).image }
+                    Task { [stale] in try await self.run(request, flight: id, stale: stale, as: work).image }
                 }
                 guard started else { throw CancellationError() }
                 changed()
