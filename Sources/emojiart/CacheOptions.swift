@@ -15,14 +15,7 @@ struct CacheOptions: ParsableArguments {
 
     /// The app's own directory: `$XDG_CACHE_HOME/emojiart`, else `~/.cache/emojiart` (the
     /// library's default is named after the library).
-    static var defaultDirectory: URL {
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-            return URL(fileURLWithPath: xdg).appendingPathComponent("emojiart")
-        }
-        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-        return URL(fileURLWithPath: home).appendingPathComponent(".cache/emojiart")
-    }
+    static var defaultDirectory: URL { ImagePipeline.Configuration.cacheDirectory(named: "emojiart") }
 
     func database() -> ImagePipeline {
         ImagePipeline(configuration: .init(

@@ -59,11 +59,18 @@ final class StatsBroadcast: Service, Sendable {
     }
 
     /// The counts now, with a new sequence number given in the same step.
-    @ImageDatabase func current() -> Published {
+    func current() async -> Published {
+        let (sequence, stats) = await snapshot()
+        // Encoded off the actor: its executor is the pipeline's, for bookkeeping only.
+        return Published(sequence: sequence, event: ServerSentEvent.message("stats", stats))
+    }
+
+    /// The counts and their sequence number, read in one turn on the actor the counts live on:
+    /// a later number never goes with earlier counts.
+    @ImageDatabase private func snapshot() -> (Int, AppStats) {
         reads.withLock { last in
             last += 1
-            let stats = AppStats(database: database.stats(), backgroundEncodes: encoder.count)
-            return Published(sequence: last, event: ServerSentEvent.message("stats", stats))
+            return (last, AppStats(database: database.stats(), backgroundEncodes: encoder.count))
         }
     }
 

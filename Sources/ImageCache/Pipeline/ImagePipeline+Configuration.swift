@@ -66,13 +66,17 @@ extension ImagePipeline {
 
         /// The library's default disk directory: `$XDG_CACHE_HOME/ImageCache`, else
         /// `~/.cache/ImageCache`. An app passes its own.
-        public static var defaultDirectory: URL {
+        public static var defaultDirectory: URL { cacheDirectory(named: "ImageCache") }
+
+        /// The XDG cache directory `name`: `$XDG_CACHE_HOME/name` (when absolute), else
+        /// `~/.cache/name`. An app names its own (`emojiart` does).
+        public static func cacheDirectory(named name: String) -> URL {
             let environment = ProcessInfo.processInfo.environment
             if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-                return URL(fileURLWithPath: xdg).appendingPathComponent("ImageCache")
+                return URL(fileURLWithPath: xdg).appendingPathComponent(name)
             }
             let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
-            return URL(fileURLWithPath: home).appendingPathComponent(".cache/ImageCache")
+            return URL(fileURLWithPath: home).appendingPathComponent(".cache").appendingPathComponent(name)
         }
     }
 }
