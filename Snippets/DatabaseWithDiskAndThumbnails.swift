@@ -36,4 +36,4 @@ let original = try? await database.image(for: ImageRequest(url: url, expectedSHA
 let cached = try? await database.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
 
 let stats = await database.stats()
-print(thumbnail.pixelSize as Any, original?.data.count as Any, cached != nil, stats.memoryHits, stats.diskHits, stats.originFetches)
+print(thumbnail.pixelSize as Any, original?.byteCount as Any, cached != nil, stats.memoryHits, stats.diskHits, stats.originFetches)

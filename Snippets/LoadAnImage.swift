@@ -20,7 +20,7 @@ let third = try await pipeline.fetch(request)
 
 // Where an answer came from: the same URL again is a memory hit.
 let again = try await pipeline.response(for: ImageRequest(url: URL(string: "http://127.0.0.1:8080/gallery/image?2")!))
-print(first.data.count, second.contentType, third.pixelSize as Any, again.source)  // ... memory
+print(first.byteCount, second.contentType, third.pixelSize as Any, again.source)  // ... memory
 print("memory hits so far: \(await pipeline.stats().memoryHits)")  // 1
 
 // Not a path: refused at once, nothing is asked.

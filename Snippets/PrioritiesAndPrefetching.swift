@@ -17,7 +17,7 @@ await prefetcher.startPrefetching(with: pieces.dropFirst().map { ImageRequest(ur
 let opened = database.imageTask(with: ImageRequest(url: pieces[4], priority: .normal))
 opened.priority = .veryHigh
 
-print(try await shown.image.data.count, try await opened.image.data.count)
+print(try await shown.image.byteCount, try await opened.image.byteCount)
 await prefetcher.stopPrefetching()  // what has not started leaves its queue
 
 // A prefetch can be awaited: it returns once each image is loaded (or failed).

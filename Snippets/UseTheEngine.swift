@@ -9,7 +9,7 @@ struct Tagged: ImageProcessing {
     var identifier: String { "tagged" }
 
     func process(_ image: Image) async throws -> Image {
-        guard image.data.count > 8 else { throw TooSmall(bytes: image.data.count) }
+        guard image.byteCount > 8 else { throw TooSmall(bytes: image.byteCount) }
         return Image(data: image.data, contentType: image.contentType)
     }
 
@@ -31,7 +31,7 @@ do {
 } catch let ImagePipeline.Error.processingFailed(processor, underlying) {
     print(processor, underlying)  // the processor's own error, kept: Tagged.TooSmall
 }
-print(image.data.count, await pipeline.stats().memoryHits)
+print(image.byteCount, await pipeline.stats().memoryHits)
 
 // clearMemory() empties memory; clear() empties memory and the disk.
 await pipeline.clearMemory()

@@ -1,12 +1,18 @@
 import Foundation
 public import HTTPCaching
+package import NIOCore
 
 /// An encoded image as the cache holds it: bytes, their content type and, when known, the
 /// pixel size; and, for images from an HTTP origin, what the origin said about caching them.
 /// A value type; `Sendable`.
 ///
 /// Two images are equal when their bytes, content type and pixel size are: the cache's
-/// bookkeeping (``cacheHeaders``, ``originalSHA256``) does not make a different image.
+/// bookkeeping (``cacheHeaders``, ``originalSHA256``, ``attachment``) does not make a different
+/// image.
+///
+/// The bytes are held once, in the buffer a server writes from (SwiftNIO's `ByteBuffer`, shared
+/// by every copy of the image): ``withUnsafeBytes(_:)`` and ``byteCount`` read them in place;
+/// ``data`` is a copy.
 public struct Image: Sendable, Hashable {
     /// Width and height in pixels.
     public struct PixelSize: Sendable, Hashable, CustomStringConvertible {
@@ -24,10 +30,26 @@ public struct Image: Sendable, Hashable {
         public var description: String { "\(width)x\(height)" }
     }
 
-    /// The encoded bytes (PNG, JPEG, WebP, ...).
-    public var data: [UInt8]
-    /// The MIME type of `data`, e.g. `image/png`.
-    public var contentType: String
+    /// The encoded bytes (PNG, JPEG, WebP, ...), as an array: a copy of ``buffer``'s, made on
+    /// each read. Setting them drops the ``attachment``.
+    public var data: [UInt8] {
+        get { Array(buffer: buffer) }
+        set { replaceBytes(with: newValue) }
+    }
+    /// The encoded bytes as they are held: a server answers with them without copying them
+    /// (for this package's servers; the public API reads them with ``withUnsafeBytes(_:)``).
+    package private(set) var buffer: ByteBuffer
+    /// The number of encoded bytes.
+    public var byteCount: Int { buffer.readableBytes }
+    /// The MIME type of the bytes, e.g. `image/png`. Setting it drops the ``attachment``.
+    public var contentType: String {
+        didSet { attachment = nil }
+    }
+    /// What a user of the memory cache made from these very bytes and keeps with them (a
+    /// server's encoded answer head, say): set by ``MemoryCache/attach(_:toBytesOf:forKey:)``,
+    /// counted in ``cost``, evicted with the image, and dropped when the bytes or their type
+    /// change. `nil` for an image as it was loaded.
+    public internal(set) var attachment: (any ImageAttachment)?
     /// The pixel size, when a processor or the origin made it known; `nil` for originals
     /// fetched as they are (the cache does not decode images itself).
     public var pixelSize: PixelSize?
@@ -75,27 +97,64 @@ public struct Image: Sendable, Hashable {
         }
     }
 
-    /// Creates an image.
+    /// Creates an image of `data` (copied once into the image's buffer).
     public init(
         data: [UInt8], contentType: String, pixelSize: PixelSize? = nil, cacheHeaders: CacheHeaders? = nil,
         originalSHA256: String? = nil
     ) {
-        self.data = data
+        self.init(buffer: ByteBuffer(bytes: data), contentType: contentType, pixelSize: pixelSize, cacheHeaders: cacheHeaders,
+                  originalSHA256: originalSHA256)
+    }
+
+    /// Creates an image of the readable bytes of `buffer`, without copying them.
+    package init(
+        buffer: ByteBuffer, contentType: String, pixelSize: PixelSize? = nil, cacheHeaders: CacheHeaders? = nil,
+        originalSHA256: String? = nil
+    ) {
+        self.buffer = buffer
         self.contentType = contentType
         self.pixelSize = pixelSize
         provenance = Provenance.make(cacheHeaders, originalSHA256)
     }
 
+    /// Replaces the bytes with one copy of `bytes`, and drops the ``attachment``.
+    mutating func replaceBytes(with bytes: some Sequence<UInt8>) {
+        buffer = ByteBuffer(bytes: bytes)
+        attachment = nil
+    }
+
+    /// Calls `body` with the encoded bytes, in place.
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try buffer.withUnsafeReadableBytes(body)
+    }
+
+    /// Whether `other` holds these very bytes: the same storage, not merely equal bytes. (Each
+    /// side keeps its storage alive, so the same address is the same storage.)
+    public func sharesBytes(with other: Image) -> Bool {
+        guard byteCount == other.byteCount else { return false }
+        return withUnsafeBytes { mine in other.withUnsafeBytes { theirs in mine.baseAddress == theirs.baseAddress } }
+    }
+
     public static func == (lhs: Image, rhs: Image) -> Bool {
-        lhs.data == rhs.data && lhs.contentType == rhs.contentType && lhs.pixelSize == rhs.pixelSize
+        lhs.buffer == rhs.buffer && lhs.contentType == rhs.contentType && lhs.pixelSize == rhs.pixelSize
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(data)
+        hasher.combine(buffer)
         hasher.combine(contentType)
         hasher.combine(pixelSize)
     }
 
-    /// What the image costs in memory, in bytes.
-    public var cost: Int { data.count + contentType.utf8.count + (provenance == nil ? 64 : 256) }
+    /// What the image costs in memory, in bytes: its bytes, its bookkeeping, and its
+    /// ``attachment``'s cost.
+    public var cost: Int {
+        byteCount + contentType.utf8.count + (provenance == nil ? 64 : 256) + (attachment?.cost ?? 0)
+    }
+}
+
+/// Something made from an image's bytes and kept with them in memory (see
+/// ``Image/attachment``): an immutable object, so every copy of the image shares it.
+public protocol ImageAttachment: AnyObject, Sendable {
+    /// The bytes it holds beyond the image's own, counted in the memory cache's budget.
+    var cost: Int { get }
 }

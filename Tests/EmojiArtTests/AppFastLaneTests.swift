@@ -350,7 +350,8 @@ import GalleryFeed
     }
 
     /// A prepared answer is sent only for the bytes memory holds: other bytes under the same
-    /// variant (made again, or loaded again) get an answer of their own.
+    /// variant (made again, or loaded again) get an answer of their own. It lives in memory with
+    /// those bytes, and its body is their buffer, not a copy.
     @Test func anAnswerIsAlwaysMemorysBytes() async throws {
         try await withGallery { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
@@ -365,11 +366,24 @@ import GalleryFeed
             }
             let first = try answer([1, 2, 3])
             #expect(first.body == ByteBuffer(bytes: [1, 2, 3]))
-            // Prepared now; the same size and original, other bytes: still memory's bytes.
-            let checksum = try #require(model.feedByPiece.value[5]).checksum
-            #expect(services.variants.entry(.init(piece: 5, kind: .init(route: .thumbs, density: 1, format: .png)), checksum: checksum)?.prepared != nil)
+            // The same size and original, other bytes: still the bytes answered.
             #expect(try answer([4, 5, 6]).body == ByteBuffer(bytes: [4, 5, 6]))
             #expect(try answer([4, 5, 6, 7]).headerFields[.contentLength] == "4")
+            // Memory's image: its answer is kept with it, and its body is memory's buffer.
+            guard case let .load(plan) = services.plan(.init(route: .thumbs, density: 1, format: .png), piece: 5, version: nil) else {
+                throw PlanMissing()
+            }
+            let key = plan.request.cacheKey
+            database.memory.insert(Image(data: [9, 9, 9, 9], contentType: "image/png", originalSHA256: "s"), forKey: key)
+            let held = try #require(database.memory.peek(key))
+            let answered = services.answer(plan, image: held, ifNoneMatch: nil)
+            let kept = try #require(database.memory.peek(key)?.attachment as? PreparedAnswer)
+            #expect(kept.etag == answered.headerFields[.eTag])
+            #expect(answered.body.withUnsafeReadableBytes { $0.baseAddress } == held.withUnsafeBytes { $0.baseAddress }, "no copy")
+            // Answered again: the prepared answer, not one made again.
+            let again = try #require(database.memory.peek(key))
+            #expect(again.attachment === kept)
+            #expect(services.answer(plan, image: again, ifNoneMatch: nil).headerFields == answered.headerFields)
         }
     }
 }

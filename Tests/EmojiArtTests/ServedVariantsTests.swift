@@ -34,62 +34,39 @@ import Testing
         // A planted entry's type is bytes from disk: text/html on the app's origin would be a page.
         let planted = Image(data: Array("<script>alert(1)</script>".utf8), contentType: stored)
         let prepared = PreparedAnswer(image: planted, etag: "\"e\"", cacheControl: ImageCacheControl(.revalidate))
-        #expect(prepared.answer(versioned: false, notModified: false).head.headerFields[.contentType] == sent)
-        #expect(prepared.answer(versioned: false, notModified: false).head.headerFields[.xContentTypeOptions] == "nosniff")
-    }
-
-    @Test func aPreparedAnswerIsUsedOnlyForTheBytesItWasMadeFrom() {
-        let bytes: [UInt8] = Array(repeating: 7, count: 1000)
-        let original = image(bytes)
-        let prepared = PreparedAnswer(image: original, etag: "\"e\"", cacheControl: ImageCacheControl(.revalidate))
-        // The same array (as memory hands out the same entry again): the prepared answer.
-        #expect(prepared.isMade(from: image(original.data)))
-        // Equal bytes in another array (loaded again from disk, or made again): not the same bytes
-        // for all the answer knows, so it is made again.
-        var copy = bytes
-        copy.withUnsafeMutableBufferPointer { _ in }  // a unique array of its own
-        #expect(!prepared.isMade(from: image(copy)))
-        #expect(!prepared.isMade(from: Image(data: original.data, contentType: "image/webp")))
-        #expect(!prepared.isMade(from: image(Array(bytes.dropLast()))))
+        #expect(prepared.answer(with: planted, versioned: false, notModified: false).head.headerFields[.contentType] == sent)
+        #expect(prepared.answer(with: planted, versioned: false, notModified: false).head.headerFields[.xContentTypeOptions] == "nosniff")
     }
 
     @Test func preparedAnswersAreTheRoutesFields() throws {
         let data: [UInt8] = [1, 2, 3, 4, 5]
-        let prepared = PreparedAnswer(image: image(data), etag: "\"e\"", cacheControl: ImageCacheControl(.immutable))
-        let ok = prepared.answer(versioned: false, notModified: false)
+        let made = image(data)
+        let prepared = PreparedAnswer(image: made, etag: "\"e\"", cacheControl: ImageCacheControl(.immutable))
+        let ok = prepared.answer(with: made, versioned: false, notModified: false)
         #expect(ok.status == .ok && ok.body == ByteBuffer(bytes: data))
         #expect(ok.headerFields.map { "\($0.name): \($0.value)" } == [
             "ETag: \"e\"", "Cache-Control: no-cache", "Vary: Accept", "Content-Type: image/png", "Content-Length: 5",
             "X-Content-Type-Options: nosniff",
         ])
-        let versioned = prepared.answer(versioned: true, notModified: true)
+        let versioned = prepared.answer(with: made, versioned: true, notModified: true)
         #expect(versioned.status == .notModified && versioned.body.readableBytes == 0)
         #expect(versioned.headerFields.map { "\($0.name): \($0.value)" } == [
             "ETag: \"e\"", "Cache-Control: public, max-age=31536000, immutable", "Vary: Accept", "X-Content-Type-Options: nosniff",
         ])
     }
 
-    @Test func preparedBodiesStayWithinTheirBudget() throws {
-        let variants = ServedVariants(preparedBudget: 3000)
+    @Test func anETagIsKeptForItsVariantAndOriginalOnly() throws {
+        let variants = ServedVariants()
         let first = try variant(variants, piece: 1)
-        let second = try variant(variants, piece: 2)
-        let control = ImageCacheControl(.revalidate)
         let one = image(Array(repeating: 1, count: 1000))
-        variants.keep(etag: "\"1\"", of: one, prepared: PreparedAnswer(image: one, etag: "\"1\"", cacheControl: control), for: first)
-        let two = image(Array(repeating: 2, count: 1000))
-        variants.keep(etag: "\"2\"", of: two, prepared: PreparedAnswer(image: two, etag: "\"2\"", cacheControl: control), for: second)
-        // The second answer would pass the budget: its ETag is kept, its answer is not.
-        #expect(variants.entry(first.key, checksum: "c1")?.prepared != nil)
-        #expect(variants.entry(second.key, checksum: "c2")?.prepared == nil)
-        #expect(variants.etag(of: two, second) == "\"2\"")
-        #expect(variants.state.withLock { $0.preparedBytes } == 2000, "the body and the array it keeps alive")
-        // A new feed entry for piece 1 frees its body; then the second fits.
+        variants.keep(etag: "\"1\"", of: one, for: first)
+        #expect(variants.etag(of: one, first) == "\"1\"")
+        #expect(variants.etag(of: image(Array(repeating: 1, count: 999)), first) == nil, "another size")
+        #expect(variants.etag(of: image(Array(repeating: 1, count: 1000), source: "other"), first) == nil, "another original")
+        // A new feed entry for piece 1: what was kept for the old variant is not taken.
         _ = try variant(variants, piece: 1)
-        #expect(variants.state.withLock { $0.preparedBytes } == 0)
-        variants.keep(etag: "\"2\"", of: two, prepared: PreparedAnswer(image: two, etag: "\"2\"", cacheControl: control), for: second)
-        #expect(variants.entry(second.key, checksum: "c2")?.prepared != nil)
-        // The entry replaced: what was kept for the old variant is not taken.
-        variants.keep(etag: "\"1\"", of: one, prepared: PreparedAnswer(image: one, etag: "\"1\"", cacheControl: control), for: first)
+        #expect(variants.etag(of: one, first) == nil)
+        variants.keep(etag: "\"1\"", of: one, for: first)
         #expect(variants.etag(of: one, first) == nil)
         #expect(variants.entry(first.key, checksum: "c2") == nil, "another feed checksum")
     }

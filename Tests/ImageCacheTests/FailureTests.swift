@@ -166,8 +166,8 @@ import TestSupport
         let error = await #expect(throws: ImagePipeline.Error.self) {
             try await pipeline().image(for: ImageRequest(url: deadURL.appendingPathComponent("images/any")))
         }
-        guard case let .connectionFailed(_, reason) = error else { Issue.record("expected connectionFailed, got \(String(describing: error))"); return }
-        #expect(error?.description.contains("running") == true)
+        guard case let .originUnreachable(_, reason) = error else { Issue.record("expected originUnreachable, got \(String(describing: error))"); return }
+        #expect(error?.description.contains("running") == true && error?.isTransient == true)
         // In words, not NIO's "connection reset (error set): Connection refused) (errno: 111)".
         #expect(reason == "connection refused: nothing listens at that address and port", "\(reason)")
     }
@@ -231,22 +231,43 @@ import TestSupport
         }
     }
 
+    /// An origin nobody could connect to is remembered by the pipeline, with the keys' failures
+    /// and their expiry: its other images fail at once and say why, until the expiry.
     @Test func anOriginThatRefusedAConnectionIsNotAskedAgainForAMoment() async throws {
         let closed = try ClosedPort()
         let deadURL = try #require(URL(string: closed.url))
-        let fetcher = HTTPImageFetcher(unreachableBackoff: .seconds(60))
-        let request = ImageRequest(url: deadURL.appendingPathComponent("images/a"))
-        await #expect(throws: ImagePipeline.Error.self) { try await fetcher.fetch(request) }
-        // The second request is not sent: it fails at once and says why.
-        let error = await #expect(throws: ImagePipeline.Error.self) {
-            try await fetcher.fetch(ImageRequest(url: deadURL.appendingPathComponent("images/b")))
+        let pipeline = ImagePipeline(configuration: .init(unreachableOriginExpiry: .seconds(60)), clock: clock)
+        let first = await #expect(throws: ImagePipeline.Error.self) {
+            try await pipeline.image(for: ImageRequest(url: deadURL.appendingPathComponent("images/a")))
         }
-        guard case let .connectionFailed(_, reason) = error else { Issue.record("got \(String(describing: error))"); return }
-        #expect(reason.contains("not asking again yet"), "\(reason)")
-        // Another fetcher has its own memory and tries.
-        let other = await #expect(throws: ImagePipeline.Error.self) { try await HTTPImageFetcher().fetch(request) }
-        guard case let .connectionFailed(_, fresh) = other else { Issue.record("got \(String(describing: other))"); return }
-        #expect(!fresh.contains("not asking again"))
+        guard case let .originUnreachable(_, asked) = first else { Issue.record("got \(String(describing: first))"); return }
+        #expect(!asked.contains("not asking"), "\(asked)")
+        #expect(first?.isOriginUnreachable == true && first?.isTransient == true)
+        // Another image of the origin: not sent; it fails at once and says why.
+        let second = await #expect(throws: ImagePipeline.Error.self) {
+            try await pipeline.image(for: ImageRequest(url: deadURL.appendingPathComponent("images/b")))
+        }
+        guard case let .originUnreachable(_, reason) = second else { Issue.record("got \(String(describing: second))"); return }
+        #expect(reason.contains("not asking") && reason.contains("again for"), "\(reason)")
+        #expect(await pipeline.stats().originFetches == 1)
+        // A fetcher alone remembers nothing: it asks, and another pipeline has its own memory.
+        let alone = await #expect(throws: ImagePipeline.Error.self) {
+            try await HTTPImageFetcher().fetch(ImageRequest(url: deadURL.appendingPathComponent("images/b")))
+        }
+        guard case let .originUnreachable(_, fresh) = alone else { Issue.record("got \(String(describing: alone))"); return }
+        #expect(!fresh.contains("not asking"))
+        // Past the expiry the origin is asked again.
+        clock.advance(by: .seconds(61))
+        await #expect(throws: ImagePipeline.Error.self) {
+            try await pipeline.image(for: ImageRequest(url: deadURL.appendingPathComponent("images/c")))
+        }
+        #expect(await pipeline.stats().originFetches == 2)
+        // Forgetting failures forgets the origin's too.
+        await pipeline.clearMemory()
+        await #expect(throws: ImagePipeline.Error.self) {
+            try await pipeline.image(for: ImageRequest(url: deadURL.appendingPathComponent("images/d")))
+        }
+        #expect(await pipeline.stats().originFetches == 3)
     }
 
     @Test func processingFailureIsPermanent() async throws {

@@ -70,11 +70,11 @@ extension ImagePipeline {
     /// Returns once no answered image waits for its disk write: every write begun so far (and
     /// its rename) is done. An answer no longer waits for the disk; a test that reads the disk
     /// after it (a restart, a file count) waits here. Follows the stages' changes (a write's slot
-    /// taken, queued, given back), so nothing is polled: an image is held in ``pendingWrites``
-    /// only while its write runs or queues.
+    /// taken, queued, given back), so nothing is polled: memory holds an image for its write
+    /// only while that write runs or queues.
     func writesSettled() async {
         for await stats in onSchedulingChange
-        where stats.diskWrites.running == 0 && stats.diskWrites.queued == 0 && pendingWrites.isEmpty {
+        where stats.diskWrites.running == 0 && stats.diskWrites.queued == 0 && memory.heldForWrites.count == 0 {
             return
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import ImageCache
+@testable import ImageCache
 import Testing
 
 @Suite(.timeLimit(.minutes(3))) struct MemoryCacheTests {
@@ -48,5 +48,81 @@ import Testing
         _ = await pipeline.cachedImage(forKey: a.cacheKey)  // nor is reading what is stored
         var again = pipeline.onMemoryAccess.makeAsyncIterator()
         #expect(await again.next() == 2)
+    }
+
+    /// What a server made from an image's bytes (its answer's head), as the app keeps it.
+    final class Head: ImageAttachment {
+        let cost: Int
+        init(cost: Int) { self.cost = cost }
+    }
+
+    @Test func anAttachmentIsKeptOnlyWithTheVeryBytesItWasMadeFrom() {
+        let cache = MemoryCache(costLimit: 100_000, countLimit: 100)
+        let stored = image(1_000)
+        cache.insert(stored, forKey: "a")
+        let held = cache.image(forKey: "a")!  // as a hit hands it out: the same storage
+        // Equal bytes in a buffer of their own (loaded again, or made again): not these bytes.
+        #expect(!cache.attach(Head(cost: 10), toBytesOf: image(1_000), forKey: "a"))
+        #expect(!cache.attach(Head(cost: 10), toBytesOf: held, forKey: "b"), "nothing under that key")
+        var retyped = held
+        retyped.contentType = "image/webp"
+        #expect(!cache.attach(Head(cost: 10), toBytesOf: retyped, forKey: "a"), "the same bytes, another type")
+        #expect(cache.peek("a")?.attachment == nil)
+        let head = Head(cost: 10)
+        #expect(cache.attach(head, toBytesOf: held, forKey: "a"))
+        #expect(cache.peek("a")?.attachment === head)
+        // Other bytes under the key: the attachment goes with the old ones.
+        cache.insert(image(1_000), forKey: "a")
+        #expect(cache.peek("a")?.attachment == nil)
+        // Changing a copy's bytes or type drops its attachment; memory's copy keeps it.
+        let fresh = cache.image(forKey: "a")!
+        #expect(cache.attach(head, toBytesOf: fresh, forKey: "a"))
+        var changed = cache.peek("a")!
+        changed.data = [1, 2, 3]
+        #expect(changed.attachment == nil && cache.peek("a")?.attachment === head)
+    }
+
+    @Test func attachmentsAreInTheOneBudgetAndEvictedWithTheirImages() {
+        let cache = MemoryCache(costLimit: 10_000, countLimit: 100)
+        for key in ["a", "b", "c"] { cache.insert(image(850), forKey: key) }  // 850 + 9 + 64 = 923 each
+        #expect(cache.attach(Head(cost: 77), toBytesOf: cache.peek("c")!, forKey: "c"))
+        #expect(cache.usage.bytes == 3 * 923 + 77, "counted in the same budget")
+        #expect(cache.keys == ["c", "b", "a"], "attaching does not reorder")
+        for key in ["d", "e", "f", "g", "h", "i", "j", "k"] { cache.insert(image(850), forKey: key) }
+        #expect(cache.peek("a") == nil && cache.usage.bytes == 10 * 923 + 77)
+        cache.insert(image(600), forKey: "pad")  // 673: 9,980 in all
+        // Over the limit by an attachment: the least recent image goes, not the one attached.
+        #expect(cache.attach(Head(cost: 77), toBytesOf: cache.peek("k")!, forKey: "k"))
+        #expect(cache.peek("k")?.attachment != nil)
+        #expect(cache.peek("b") == nil, "the least recent went")
+        #expect(cache.usage.bytes == 10_057 - 923)
+        // Evicted with its image.
+        for key in ["l", "m", "n", "o", "p", "q", "r", "s", "t", "u"] { cache.insert(image(850), forKey: key) }
+        #expect(cache.peek("c") == nil && cache.peek("k") == nil)
+        #expect(cache.usage.bytes == cache.keys.compactMap { cache.peek($0)?.cost }.reduce(0, +))
+        // An attachment that would make its image over a tenth of the limit is not kept.
+        #expect(!cache.attach(Head(cost: 100), toBytesOf: cache.peek("u")!, forKey: "u"))
+        #expect(cache.peek("u")?.attachment == nil)
+    }
+
+    @Test func anImageWaitingForItsWriteIsFoundWhateverTheBudgetEvicts() {
+        let cache = MemoryCache(costLimit: 2_000, countLimit: 100)
+        let waiting = image(150)
+        cache.insert(waiting, forKey: "w")
+        cache.hold(waiting, forKey: "w", write: 1)
+        for key in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n"] { cache.insert(image(150), forKey: key) }
+        #expect(!cache.keys.contains("w"), "the budget let it go")
+        #expect(cache.peek("w") == waiting && cache.image(forKey: "w") == waiting, "held until written")
+        #expect(cache.heldForWrites.count == 1 && cache.heldForWrites.bytes == 150)
+        // A later write of the key holds its image; the earlier one's end does not let it go.
+        let newer = image(120)
+        cache.hold(newer, forKey: "w", write: 2)
+        cache.release(forKey: "w", write: 1, bytes: 150)
+        #expect(cache.peek("w") == newer && cache.heldForWrites.bytes == 120)
+        cache.removeAll()
+        #expect(cache.peek("w") == newer, "emptying memory does not drop what waits for the disk")
+        cache.release(forKey: "w", write: 2, bytes: 120)
+        #expect(cache.peek("w") == nil && cache.heldForWrites.count == 0 && cache.heldForWrites.bytes == 0)
+        #expect(cache.heldForWrites.maxBytes == 270)
     }
 }

@@ -109,6 +109,24 @@ enum PlainHandles: PipelineHandles {
         #expect(machine.failures.isEmpty)
     }
 
+    /// Unreachable origins are remembered beside the keys' failures, with the same expiry, and
+    /// forgotten with them; past 256 the expired ones go first.
+    @Test mutating func unreachableOriginsExpireAndAreForgottenWithTheKeys() throws {
+        step { $0.rememberUnreachable("http://a", Failure(reason: "refused"), until: 10, now: 0) }
+        #expect(step { $0.unreachable("http://a", now: 9) }?.failure == Failure(reason: "refused"))
+        #expect(step { $0.unreachable("http://b", now: 9) } == nil)
+        #expect(step { $0.unreachable("http://a", now: 10) } == nil, "expired")
+        #expect(machine.unreachableOrigins.isEmpty, "and forgotten")
+        step { $0.rememberUnreachable("http://a", Failure(reason: "refused"), until: 10, now: 0) }
+        step { $0.forgetUnreachable("http://a") }
+        #expect(step { $0.unreachable("http://a", now: 0) } == nil, "it answered")
+        for n in 0..<256 { step { $0.rememberUnreachable("http://\(n)", Failure(reason: "refused"), until: n < 200 ? 5 : 50, now: 0) } }
+        step { $0.rememberUnreachable("http://new", Failure(reason: "refused"), until: 50, now: 20) }
+        #expect(machine.unreachableOrigins.count == 57, "the 200 expired at 20 went")
+        step { $0.forgetFailures() }
+        #expect(machine.unreachableOrigins.isEmpty)
+    }
+
     @Test mutating func oneWaiterCancellingLeavesTheOthersWaiting() throws {
         let flight = try lead()
         #expect(handOff(flight))

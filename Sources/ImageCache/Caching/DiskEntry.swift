@@ -138,7 +138,7 @@ enum DiskEntry {
         if let hex = image.originalSHA256, let digest = Hex.bytes(hex, count: 32) {
             appendRecord(.originalSHA256, digest, to: &metadata)
         }
-        return seal(version: version, key: key, metadata: metadata, payload: image.data)
+        return image.withUnsafeBytes { seal(version: version, key: key, metadata: metadata, payload: $0) }
     }
 
     /// The bytes of a known-missing entry under `key`: the origin answered `status` (404 or 410)
@@ -155,11 +155,11 @@ enum DiskEntry {
         if let expectedSHA256, expectedSHA256.utf8.count <= expectedSHA256Limit {
             appendRecord(.expectedSHA256, Array(expectedSHA256.utf8), to: &metadata)
         }
-        return seal(version: missingVersion, key: key, metadata: metadata, payload: [])
+        return seal(version: missingVersion, key: key, metadata: metadata, payload: UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// Header, key, metadata and payload, then the checksum of them all.
-    private static func seal(version: UInt8, key: String, metadata: [UInt8], payload: [UInt8]) -> [UInt8] {
+    private static func seal(version: UInt8, key: String, metadata: [UInt8], payload: UnsafeRawBufferPointer) -> [UInt8] {
         let keyBytes = Array(key.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(headerSize + keyBytes.count + metadata.count + payload.count + checksumSize)
@@ -238,7 +238,7 @@ enum DiskEntry {
         let metadataEnd = keyEnd + Int(metadataLength)
         switch parseMetadata(bytes, from: keyEnd, to: metadataEnd, version: entryVersion) {
         case var .success(.image(image)):
-            image.data = Array(bytes[metadataEnd..<body])
+            image.replaceBytes(with: bytes[metadataEnd..<body])
             return .success(.image(image))
         case let .success(missing):
             guard metadataEnd == body else { return .failure(.badMetadata("a known-missing entry with a payload")) }

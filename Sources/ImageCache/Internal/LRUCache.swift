@@ -73,6 +73,18 @@ struct LRUCache<Key: Hashable, Value> {
         return evicted
     }
 
+    /// Replaces the value and cost of `key`, if present, keeping its place in the order, then
+    /// evicts least recent entries (never this one) until both limits hold.
+    mutating func replace(_ value: Value, forKey key: Key, cost: Int) {
+        guard let slot = index[key] else { return }
+        totalCost += cost - nodes[slot].cost
+        nodes[slot].value = value
+        nodes[slot].cost = cost
+        while totalCost > costLimit, tail != -1, tail != slot {
+            _ = removeLeastRecent()
+        }
+    }
+
     /// Removes and returns the least recently used entry.
     mutating func removeLeastRecent() -> (key: Key, value: Value, cost: Int)? {
         guard tail != -1 else { return nil }

@@ -4,7 +4,6 @@ public import HTTPCaching
 package import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// Fetches images over HTTP with AsyncHTTPClient.
 ///
@@ -15,9 +14,8 @@ import Synchronization
 /// one is cut off at the cap). Cancelling the calling task cancels the request. `Sendable`.
 ///
 /// An origin that cannot be connected to (refused, or no connection within the connect timeout)
-/// is not asked again for ``unreachableBackoff``: requests to it fail at once with
-/// ``ImagePipeline/Error/connectionFailed(url:reason:)``, so a cache with stale entries answers
-/// them at once instead of each waiting out the client's connect retries.
+/// fails with ``ImagePipeline/Error/originUnreachable(url:reason:)``; the pipeline remembers it
+/// (``ImagePipeline/Configuration/unreachableOriginExpiry``), the fetcher remembers nothing.
 ///
 /// The fetcher does not limit how many requests run at once: a pipeline's
 /// ``ImagePipeline/Limits/downloads`` and ``ImagePipeline/Limits/downloadsPerHost`` (8 and 6, within
@@ -31,9 +29,6 @@ public struct HTTPImageFetcher: ImageFetching {
     public var timeout: Duration
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
-    /// How long an origin that could not be connected to is not asked again. Default 2 s.
-    public var unreachableBackoff: Duration
-    private let unreachable = UnreachableOrigins()
 
     /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
     /// 2-second connect timeout. AsyncHTTPClient retries a refused connection until the connect
@@ -45,11 +40,9 @@ public struct HTTPImageFetcher: ImageFetching {
 
     /// Creates a fetcher.
     public init(
-        client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024,
-        unreachableBackoff: Duration = .seconds(2)
+        client: HTTPClient = defaultClient, timeout: Duration = .seconds(30), maxBodySize: Int = 50 * 1024 * 1024
     ) {
         self.client = client
-        self.unreachableBackoff = unreachableBackoff
         self.timeout = timeout
         self.maxBodySize = maxBodySize
     }
@@ -92,24 +85,19 @@ public struct HTTPImageFetcher: ImageFetching {
         } else {
             seconds > 0 ? nil : .now
         }
-        let origin = request.url.originKey
-        if let since = unreachable.failure(of: origin, within: unreachableBackoff) {
-            throw ImagePipeline.Error.connectionFailed(
-                url: url, reason: "\(origin) could not be reached \(since.formatted(.units(allowed: [.seconds, .milliseconds]))) ago; not asking again yet"
-            )
-        }
         do {
             let requestTime = Date()
             let response: HTTPClientResponse
             do {
                 response = try await client.execute(httpRequest, deadline: deadline)
             } catch {
-                // No answer at all: a refused or timed-out connection marks the origin.
-                let mapped = Self.map(error, url: url, seconds: seconds, limit: maxBodySize)
-                if Self.isConnectFailure(error) { unreachable.record(origin) }
-                throw mapped
+                // No connection at all (refused, or none in time) is told apart: the pipeline
+                // then leaves the origin alone for a moment.
+                if Self.isConnectFailure(error) {
+                    throw ImagePipeline.Error.originUnreachable(url: url, reason: Self.describe(error))
+                }
+                throw Self.map(error, url: url, seconds: seconds, limit: maxBodySize)
             }
-            unreachable.forget(origin)
             let fields = response.headers.map { ($0.name, $0.value) }
             if response.status == .notModified, let stored {
                 return .notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date()))
@@ -130,7 +118,7 @@ public struct HTTPImageFetcher: ImageFetching {
             let body = try await response.body.collect(upTo: maxBodySize, by: bodyDeadline)
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
             let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
-            return .fetched(Image(data: Array(buffer: body), contentType: contentType, cacheHeaders: headers))
+            return .fetched(Image(buffer: body, contentType: contentType, cacheHeaders: headers))
         } catch let error as ImagePipeline.Error {
             throw error
         } catch is CancellationError {
@@ -198,45 +186,6 @@ public struct HTTPImageFetcher: ImageFetching {
         case ETIMEDOUT: "the connection timed out"
         case EHOSTUNREACH, ENETUNREACH: "no route to the host"
         default: "\(String(cString: strerror(code))) (errno \(code))"
-        }
-    }
-}
-
-/// Origins that could not be connected to, with when: a fetcher's memory of who is down.
-///
-/// While no origin is remembered (the usual case), asking and forgetting cost one atomic load
-/// and no lock.
-final class UnreachableOrigins: Sendable {
-    private let failures = Mutex<[String: ContinuousClock.Instant]>([:])
-    /// How many origins ``failures`` holds, readable without its lock.
-    private let count = Atomic<Int>(0)
-
-    func record(_ origin: String) {
-        failures.withLock { failures in
-            failures[origin] = ContinuousClock.now
-            count.store(failures.count, ordering: .releasing)
-        }
-    }
-
-    func forget(_ origin: String) {
-        guard count.load(ordering: .acquiring) > 0 else { return }
-        failures.withLock { failures in
-            failures.removeValue(forKey: origin)
-            count.store(failures.count, ordering: .releasing)
-        }
-    }
-
-    /// How long ago `origin` failed, when that is less than `window`. A failure older than
-    /// that is forgotten, so the count goes back to 0 once every back-off has passed.
-    func failure(of origin: String, within window: Duration) -> Duration? {
-        guard count.load(ordering: .acquiring) > 0 else { return nil }
-        return failures.withLock { failures in
-            guard let at = failures[origin] else { return nil }
-            let elapsed = at.duration(to: .now)
-            if elapsed < window { return elapsed }
-            failures.removeValue(forKey: origin)
-            count.store(failures.count, ordering: .releasing)
-            return nil
         }
     }
 }

@@ -29,6 +29,10 @@ extension ImagePipeline {
         public var permanentFailureExpiry: Duration
         /// How long a transient failure (a time-out, a 5xx) is answered without asking again.
         public var transientFailureExpiry: Duration
+        /// How long an origin no connection could be made to is not asked again, for any of its
+        /// images (``Error/originUnreachable(url:reason:)``): a cache with stale entries answers
+        /// at once instead of each request waiting out the connect timeout. Default 2 s.
+        public var unreachableOriginExpiry: Duration
         /// How many of each stage run at once, and how long work may wait.
         public var limits: Limits
         /// Where the pipeline logs damaged entries, disk failures, stale answers and each failed
@@ -47,6 +51,7 @@ extension ImagePipeline {
             fetcher: any ImageFetching = HTTPImageFetcher(),
             permanentFailureExpiry: Duration = .seconds(300),
             transientFailureExpiry: Duration = .seconds(5),
+            unreachableOriginExpiry: Duration = .seconds(2),
             limits: Limits = .init(),
             logger: Logger = Logger(label: "ImageCache")
         ) {
@@ -60,6 +65,7 @@ extension ImagePipeline {
             self.fetcher = fetcher
             self.permanentFailureExpiry = permanentFailureExpiry
             self.transientFailureExpiry = transientFailureExpiry
+            self.unreachableOriginExpiry = unreachableOriginExpiry
             self.limits = limits
             self.logger = logger
         }

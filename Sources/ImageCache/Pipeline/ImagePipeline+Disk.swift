@@ -28,9 +28,10 @@ extension ImagePipeline {
         return io.readyDisk
     }
 
-    /// Stage 1: an image answered but not yet written, else the disk, within the disk-read limit.
+    /// Stage 1: an image answered but not yet written (memory holds it until written, even one
+    /// its budget let go), else the disk, within the disk-read limit.
     func diskLookup(_ request: ImageRequest, flight id: FlightID) async throws -> PipelineIO.DiskLookup {
-        if let pending = pendingWrites[request.cacheKey] {
+        if let pending = io.memory.heldForWrite(request.cacheKey) {
             switch io.lookup(pending, for: request) {
             case .answer: return .answer(pending, refreshing: false)
             case .answerAndRefresh: return .answer(pending, refreshing: true)
@@ -42,20 +43,17 @@ extension ImagePipeline {
         return try await run(.diskRead, for: id) { [io] in await io.readDisk(request, from: disk) }
     }
 
-    /// Stage 5: writes an answered image within the disk-write limit. Until it is written, the
-    /// image is held (``pendingWrites``) so a lookup of its key finds it; beyond
+    /// Stage 5: writes an answered image within the disk-write limit. Until it is written,
+    /// memory holds the image (``MemoryCache``'s writes) so a lookup of its key finds it; beyond
     /// ``Limits/pendingWriteBytes`` the flight waits for its write before it ends.
     /// - Parameter priority: the flight's, which has ended by then: the write keeps its place.
     func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: FlightID, priority: ImageRequest.Priority?) async {
         // Two writes of one key may overlap (a refresh): the later one's image stays held.
         let write = machine.makeID()
-        (pendingWrites[key], pendingWriteIDs[key]) = (image, write)
-        pendingWriteBytes += image.data.count
-        maxPendingWriteBytes = max(maxPendingWriteBytes, pendingWriteBytes)
+        io.memory.hold(image, forKey: key, write: write)
         writesUnderWay += 1
         defer {
-            if pendingWriteIDs[key] == write { (pendingWrites[key], pendingWriteIDs[key]) = (nil, nil) }
-            pendingWriteBytes -= image.data.count
+            io.memory.release(forKey: key, write: write, bytes: image.byteCount)
             writesUnderWay -= 1
             if writesUnderWay == 0 {
                 let waiting = flushWaiters
@@ -81,8 +79,8 @@ extension ImagePipeline {
     /// Returns once no image of `key` waits for its disk write (``store``): a write gives its
     /// slot back with a change (``onSchedulingChange``) and lets go of its image in that turn.
     func writeFinished(forKey key: String) async {
-        guard pendingWrites[key] != nil else { return }
-        for await _ in onSchedulingChange where pendingWrites[key] == nil { return }
+        guard io.memory.isHeldForWrite(key) else { return }
+        for await _ in onSchedulingChange where !io.memory.isHeldForWrite(key) { return }
     }
 
     /// Remembers on disk that the origin answered `status` (RFC 9111 allows storing a 404).
@@ -109,7 +107,7 @@ extension ImagePipeline {
     /// What memory, else the disk, holds under `key`, as stored: no freshness judged, nothing
     /// fetched, no hit counted.
     public func cachedImage(forKey key: String) async -> Image? {
-        if let image = io.memory.peek(key) ?? pendingWrites[key] { return image }
+        if let image = io.memory.peek(key) { return image }
         guard let disk = await usableDisk(), case let .image(image)? = await io.readEntry(key, from: disk) else { return nil }
         return image
     }

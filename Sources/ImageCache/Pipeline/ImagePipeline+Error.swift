@@ -15,7 +15,12 @@ extension ImagePipeline {
         case httpStatus(Int, url: String)
         /// No complete answer within the timeout.
         case timeout(url: String, seconds: Double)
-        /// The origin could not be reached, or the connection broke before the body was complete.
+        /// No connection to the origin could be made (refused, or none within the connect
+        /// timeout). The pipeline does not ask that origin again for
+        /// ``ImagePipeline/Configuration/unreachableOriginExpiry``: its requests meanwhile fail at
+        /// once with this error, and a stale entry answers them where HTTP allows.
+        case originUnreachable(url: String, reason: String)
+        /// The connection broke, or failed otherwise, before the answer was complete.
         case connectionFailed(url: String, reason: String)
         /// The body was larger than the limit; the download was stopped at the limit.
         case bodyTooLarge(limit: Int, url: String)
@@ -40,7 +45,7 @@ extension ImagePipeline {
         /// to answering with an error: a stale entry may then be answered (RFC 9111 4.2.4).
         public var isOriginUnreachable: Bool {
             switch self {
-            case .timeout, .connectionFailed: true
+            case .timeout, .connectionFailed, .originUnreachable: true
             default: false
             }
         }
@@ -51,7 +56,7 @@ extension ImagePipeline {
         public var isTransient: Bool {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
-            case .timeout, .connectionFailed, .diskFailure, .corruptEntry, .notCached, .tooBusy: true
+            case .timeout, .connectionFailed, .originUnreachable, .diskFailure, .corruptEntry, .notCached, .tooBusy: true
             case .invalidURL, .invalidDigest, .bodyTooLarge, .checksumMismatch, .processingFailed: false
             }
         }
@@ -66,6 +71,8 @@ extension ImagePipeline {
                     : "\(url) answered HTTP \(status): \(status >= 500 ? "the server failed, try again later" : "the request was refused")"
             case let .timeout(url, seconds):
                 "\(url) did not answer within \(seconds) s: is the server up? try again or raise the timeout"
+            case let .originUnreachable(url, reason):
+                "cannot connect for \(url) (\(reason)): check that the server is running and reachable"
             case let .connectionFailed(url, reason):
                 "cannot load \(url) (\(reason)): check that the server is running and reachable"
             case let .bodyTooLarge(limit, url):

@@ -13,9 +13,33 @@ extension ImagePipeline {
         // origin sent.
         var validators = stale?.cacheHeaders.flatMap { $0.hasValidators ? $0 : nil }
         if let expected = request.expectedSHA256, let held = stale?.originalSHA256, held != expected { validators = nil }
-        let (response, requestTime, responseTime) = try await run(.download, for: id, host: request.url.originKey) { [io, validators] in
-            try await io.fetch(request, revalidating: validators)
+        let origin = request.url.originKey
+        // An origin nobody could connect to a moment ago is not asked again yet (one memory of
+        // failures, the machine's, for keys and origins alike).
+        if let (remembered, until) = machine.unreachable(origin, now: clock.now) {
+            let reason: String
+            if case let .originUnreachable(_, why) = remembered.error {
+                reason = "\(why); not asking \(origin) again for \((until - clock.now).formatted(.units(allowed: [.seconds, .milliseconds])))"
+            } else {
+                reason = "not asking \(origin) again yet"
+            }
+            throw ImagePipeline.Error.originUnreachable(url: request.url.absoluteString, reason: reason)
         }
+        let fetched: (OriginResponse, Date, Date)
+        do {
+            fetched = try await run(.download, for: id, host: origin) { [io, validators] in
+                try await io.fetch(request, revalidating: validators)
+            }
+        } catch let error as ImagePipeline.Error {
+            if case .originUnreachable = error {
+                let now = clock.now
+                machine.rememberUnreachable(
+                    origin, RememberedFailure(error: error, expectedSHA256: nil), until: now + io.configuration.unreachableOriginExpiry, now: now)
+            }
+            throw error
+        }
+        machine.forgetUnreachable(origin)
+        let (response, requestTime, responseTime) = fetched
         var image: Image
         switch response {
         case .missing(let status, var headers):
@@ -73,7 +97,7 @@ extension ImagePipeline {
         } else {
             // The original's bytes count as waiting until the variant is made: downloads pause
             // while too many wait.
-            image = try await holdingOriginal(bytes: original.image.data.count) {
+            image = try await holdingOriginal(bytes: original.image.byteCount) {
                 try await run(.processing, for: id) { [io] in try await io.process(original.image, with: processor) }
             }
         }

@@ -48,7 +48,7 @@ extension ImagePipeline {
         public var diskAvailable: Bool
         /// What each stage runs and queues, with its high-water marks, refusals and time-outs.
         public var scheduling: SchedulingStats
-        /// Images answered and not yet written to disk, and their bytes.
+        /// Images answered and not yet written to disk (held in memory until written).
         public var pendingWrites: Int
         /// The bytes of ``pendingWrites``.
         public var pendingWriteBytes: Int
@@ -59,6 +59,7 @@ extension ImagePipeline {
     /// The current counts and sizes.
     public func stats() -> Stats {
         let memory = io.memory.usage
+        let writing = io.memory.heldForWrites
         let disk = io.disk?.usage ?? (entries: 0, bytes: 0)
         return Stats(
             memoryHits: io.memory.hits.value,
@@ -82,9 +83,9 @@ extension ImagePipeline {
             diskBytes: disk.bytes,
             diskAvailable: io.readyDisk != nil,
             scheduling: schedulingStats,
-            pendingWrites: pendingWrites.count,
-            pendingWriteBytes: pendingWriteBytes,
-            maxPendingWriteBytes: maxPendingWriteBytes
+            pendingWrites: writing.count,
+            pendingWriteBytes: writing.bytes,
+            maxPendingWriteBytes: writing.maxBytes
         )
     }
 }

@@ -72,14 +72,6 @@ public final class ImagePipeline {
     var machine: Machine
     /// The one set-up of the disk, awaited by every first caller.
     var setUpTask: Task<Result<DiskStorage.SetUpReport, ImagePipeline.Error>, Never>?
-    /// Images answered but not yet on disk, by key: a lookup finds them here (see ``store``).
-    var pendingWrites: [String: Image] = [:]
-    /// Which write holds each of ``pendingWrites``.
-    var pendingWriteIDs: [String: UInt64] = [:]
-    /// The bytes of ``pendingWrites``.
-    var pendingWriteBytes = 0
-    /// The most ``pendingWrites`` held at once, in bytes.
-    var maxPendingWriteBytes = 0
     /// Disk writes of answered images not finished yet (``flush()`` returns when there are none).
     var writesUnderWay = 0
     /// Callers of ``flush()`` waiting for ``writesUnderWay`` to reach 0.
@@ -222,7 +214,7 @@ public final class ImagePipeline {
         let stores = disk != nil && ((try? result.get()).map { $0.source == .network || $0.source == .processed } ?? false)
         let noStore = (try? result.get())?.image.cacheHeaders?.cacheControl.noStore == true
         if stores, !noStore, let disk, case let .success(response) = result,
-           pendingWriteBytes + response.image.data.count > io.configuration.limits.pendingWriteBytes {
+           io.memory.heldForWrites.bytes + response.image.byteCount > io.configuration.limits.pendingWriteBytes {
             await store(response.image, forKey: request.cacheKey, to: disk, flight: id, priority: nil)
             complete(request, flight: id, with: result, counting: outcome)
             return response

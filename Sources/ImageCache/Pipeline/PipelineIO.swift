@@ -163,7 +163,7 @@ final class PipelineIO: Sendable {
         if let expected = request.expectedSHA256, let held = stale.originalSHA256, held != expected { return false }
         switch error {
         case let .httpStatus(status, _) where status >= 500: break
-        case .timeout, .connectionFailed: break
+        case .timeout, .connectionFailed, .originUnreachable: break
         default: return false
         }
         guard let headers = stale.cacheHeaders else { return true }
@@ -315,9 +315,8 @@ final class PipelineIO: Sendable {
 
     /// The SHA-256 of `image`'s bytes, as lowercase hex.
     func digest(of image: Image) async -> String {
-        guard image.data.count >= Self.largePayload else { return SHA256Hex.digest(image.data) }
-        let data = image.data
-        return (try? await processingPool.run { SHA256Hex.digest(data) }) ?? SHA256Hex.digest(data)
+        guard image.byteCount >= Self.largePayload else { return SHA256Hex.digest(image) }
+        return (try? await processingPool.run { SHA256Hex.digest(image) }) ?? SHA256Hex.digest(image)
     }
 
     /// Asks the origin, counting what it answered. Runs off the actor.

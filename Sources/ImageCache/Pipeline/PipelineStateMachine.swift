@@ -123,6 +123,9 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
     /// The running flight of each key.
     private(set) var flightByKey: [String: FlightID] = [:]
     private(set) var failures: [String: (failure: Failure, until: Instant)] = [:]
+    /// Origins no connection could be made to, by origin (scheme, host and port), until when:
+    /// remembered beside the keys' failures, with the same expiry rule.
+    private(set) var unreachableOrigins: [String: (failure: Failure, until: Instant)] = [:]
     private(set) var tasks: [TaskID: TaskNode] = [:]
     /// The stages' slots and queues (`PipelineStateMachine+Stages.swift`).
     var stages: Stages
@@ -277,9 +280,33 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
         failures[key] = nil
     }
 
-    /// Forgets every remembered failure (running flights go on).
+    /// Forgets every remembered failure, of keys and of origins (running flights go on).
     mutating func forgetFailures() {
         failures.removeAll()
+        unreachableOrigins.removeAll()
+    }
+
+    /// Remembers until `until` that no connection could be made to `origin`; past 256 origins,
+    /// those expired at `now` are forgotten first (a crawl of dead hosts cannot grow it for ever).
+    mutating func rememberUnreachable(_ origin: String, _ failure: Failure, until: Instant, now: Instant) {
+        if unreachableOrigins.count >= 256 { unreachableOrigins = unreachableOrigins.filter { now < $0.value.until } }
+        unreachableOrigins[origin] = (failure, until)
+    }
+
+    /// Forgets that `origin` was unreachable (it answered).
+    mutating func forgetUnreachable(_ origin: String) {
+        if !unreachableOrigins.isEmpty { unreachableOrigins[origin] = nil }
+    }
+
+    /// The failure remembered for `origin`, if it has not expired at `now` (an expired one is
+    /// forgotten).
+    mutating func unreachable(_ origin: String, now: Instant) -> (failure: Failure, until: Instant)? {
+        guard let remembered = unreachableOrigins[origin] else { return nil }
+        guard now < remembered.until else {
+            unreachableOrigins[origin] = nil
+            return nil
+        }
+        return remembered
     }
 
     /// The failure remembered for `key`, if it has not expired at `now`.

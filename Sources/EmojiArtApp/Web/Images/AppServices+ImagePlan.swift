@@ -18,8 +18,6 @@ extension AppServices {
     /// A piece's variant to load and how to answer it.
     struct ImageLoad {
         let variant: ServedVariant
-        /// The answer prepared for the bytes memory held when it was made, if any.
-        let prepared: PreparedAnswer?
         /// Whether the URL named the current `v=` (``HTTPCacheMode/immutable`` only).
         let versioned: Bool
 
@@ -50,23 +48,26 @@ extension AppServices {
             }
             versioned = true
         }
-        return .load(ImageLoad(variant: entry.variant, prepared: entry.prepared, versioned: versioned))
+        return .load(ImageLoad(variant: entry.variant, versioned: versioned))
     }
 
     /// The answer with `image`: 200 with the bytes, or 304 when `ifNoneMatch` matches its ETag.
-    /// Made once for the bytes memory holds (see ``ServedVariants``), then reused. A
+    /// Made once for the bytes memory holds and kept with them there (``PreparedAnswer``), then
+    /// reused. A
     /// `provisional` answer (another format than the client's best, while that one is made) is
     /// never marked immutable: no cache may keep it under the URL's better answer.
     func answer(_ load: ImageLoad, image: Image, ifNoneMatch: String?, provisional: Bool = false) -> FastLane.Answer {
         let prepared: PreparedAnswer
-        if let made = load.prepared, made.isMade(from: image) {
+        if let made = image.attachment as? PreparedAnswer {
             prepared = made
         } else {
-            let etag = variants.etag(of: image, load.variant) ?? "\"" + SHA256Hex.digest(image.data) + "\""
+            let etag = variants.etag(of: image, load.variant) ?? "\"" + SHA256Hex.digest(image) + "\""
             prepared = PreparedAnswer(image: image, etag: etag, cacheControl: cacheControl)
-            variants.keep(etag: etag, of: image, prepared: prepared, for: load.variant)
+            variants.keep(etag: etag, of: image, for: load.variant)
+            // With the very bytes memory holds, if it still does (else made again next time).
+            database.memory.attach(prepared, toBytesOf: image, forKey: load.request.cacheKey)
         }
         let notModified = ifNoneMatch.map { ConditionalRequest.matches($0, etag: prepared.etag) } ?? false
-        return prepared.answer(versioned: load.versioned && !provisional, notModified: notModified)
+        return prepared.answer(with: image, versioned: load.versioned && !provisional, notModified: notModified)
     }
 }

@@ -5,23 +5,20 @@ import NIOCore
 import Synchronization
 
 /// A variant's answer made once for the bytes memory holds (each format and density of a piece
-/// has its own): its ETag, its body and its heads (status and header fields, which the fast
-/// lane keeps encoded), for the mode's plain `Cache-Control` and, with a current `v=`, for the
-/// immutable one.
-final class PreparedAnswer: Sendable {
-    /// The bytes it was made from, held so the identity comparison in ``isMade(from:)`` is sound.
-    let data: [UInt8]
-    let contentType: String
+/// has its own): its ETag and its heads (status and header fields, which the fast lane keeps
+/// encoded), for the mode's plain `Cache-Control` and, with a current `v=`, for the immutable
+/// one. Kept in memory with the image it was made from, as its ``Image/attachment``: in the
+/// memory cache's one budget, evicted with the image; the body is the image's own buffer, never
+/// a copy.
+final class PreparedAnswer: ImageAttachment {
     let etag: String
-    let body: ByteBuffer
     let plain: FastLane.Heads
     let versioned: FastLane.Heads
+    /// What the heads hold, roughly: their names and values.
+    let cost: Int
 
     init(image: Image, etag: String, cacheControl: ImageCacheControl) {
-        data = image.data
-        contentType = image.contentType
         self.etag = etag
-        body = ByteBuffer(bytes: image.data)
         func heads(_ cacheControl: String) -> FastLane.Heads {
             // In this order, the order the route has always sent; `nosniff` last, where the
             // router's middleware adds it to every answer (see `NoSniffMiddleware`).
@@ -32,13 +29,14 @@ final class PreparedAnswer: Sendable {
             let noSniff = HTTPField(name: .xContentTypeOptions, value: "nosniff")
             let ok = HTTPFields(validators + [
                 HTTPField(name: .contentType, value: Self.servedContentType(image.contentType)),
-                HTTPField(name: .contentLength, value: String(image.data.count)),
+                HTTPField(name: .contentLength, value: String(image.byteCount)),
                 noSniff,
             ])
             return FastLane.Heads(ok: ok, notModified: HTTPFields(validators + [noSniff]))
         }
         plain = heads(cacheControl.plain)
         versioned = heads(cacheControl.versioned)
+        cost = 2 * (etag.utf8.count + cacheControl.plain.utf8.count + cacheControl.versioned.utf8.count + image.contentType.utf8.count) + 512
     }
 
     /// The image types an image route answers with as they are stored. Everything else is sent as
@@ -55,18 +53,9 @@ final class PreparedAnswer: Sendable {
         return servableTypes.contains(mediaType) ? contentType : "application/octet-stream"
     }
 
-    /// The bytes this answer keeps alive: its body and the image's array.
-    var heldBytes: Int { body.readableBytes + data.count }
-
-    /// Whether `image` holds the very bytes this was made from: the same array storage, which
-    /// this answer keeps alive, so it cannot have been reused for other bytes.
-    func isMade(from image: Image) -> Bool {
-        guard image.data.count == data.count, image.contentType == contentType else { return false }
-        return image.data.withUnsafeBufferPointer { a in data.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
-    }
-
-    /// The answer, `versioned` or not: 200 with the bytes, or 304 when `notModified`.
-    func answer(versioned isVersioned: Bool, notModified: Bool) -> FastLane.Answer {
-        (isVersioned ? versioned : plain).answer(body: body, notModified: notModified)
+    /// The answer with `image`'s bytes (those it was made from), `versioned` or not: 200 with
+    /// the bytes, or 304 when `notModified`.
+    func answer(with image: Image, versioned isVersioned: Bool, notModified: Bool) -> FastLane.Answer {
+        (isVersioned ? versioned : plain).answer(body: image.buffer, notModified: notModified)
     }
 }
