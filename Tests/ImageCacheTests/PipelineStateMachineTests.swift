@@ -302,6 +302,39 @@ enum PlainHandles: PipelineHandles {
         #expect(machine.stats.processing.maxQueued == 101)
     }
 
+    /// Background work holds at most its limit of the processing slots (one fewer than the
+    /// slots by default): a request somebody waits for, queued behind a hundred background
+    /// ones, starts at the next free slot, and one slot is always left to it.
+    @Test func backgroundWorkLeavesAProcessorToInteractiveWork() {
+        var machine = Self.machine(processing: 3)
+        #expect(machine.stats.processing.backgroundLimit == 2)
+        var started: [(waiter: Int, slot: UInt64)] = []
+        for waiter in 0..<100 {
+            let queued = Self.queue(&machine, waiter, waiter.isMultiple(of: 2) ? .low : .veryLow)
+            if case .start = queued.action { started.append((waiter, queued.entry)) }
+        }
+        #expect(started.map(\.waiter) == [0, 1], "two of three slots, then the background queues")
+        #expect(machine.stats.processing.running == 2 && machine.stats.processing.queued == 98)
+        // An interactive request finds the third slot free at once.
+        let interactive = Self.queue(&machine, 100, .normal)
+        guard case .start = interactive.action else { Issue.record("interactive work waited"); return }
+        // Its end frees the slot for the next interactive request, not for background work.
+        let next = machine.release(.processing, host: nil, slot: interactive.entry)
+        #expect(next.isEmpty, "the background limit holds: \(next.map(\.waiter))")
+        // A background slot freed starts the best background work: .low before .veryLow.
+        let after = machine.release(.processing, host: nil, slot: started[0].slot)
+        #expect(after.map(\.waiter) == [2])
+        #expect(machine.stats.processing.maxBackgroundRunning == 2 && machine.stats.processing.backgroundRunning == 2)
+        #expect(machine.invariantViolation() == nil, "\(machine.invariantViolation() ?? "")")
+        // Promoted while queued (somebody now waits for it): it starts as interactive work.
+        let promoted = Self.queue(&machine, 200, .veryLow)
+        machine.setPriority(.high, ofTask: promoted.task)
+        #expect(machine.stats.processing.running == 2)
+        let freed = machine.release(.processing, host: nil, slot: started[1].slot)
+        #expect(freed.map(\.waiter) == [200, 4], "the promoted one, then the background slot's next")
+        #expect(machine.stats.processing.backgroundRunning == 2 && machine.stats.processing.running == 3)
+    }
+
     @Test func raisingAWaitingTasksPriorityMovesItsWork() {
         var machine = Self.machine()
         let step1 = machine.tryStart(.processing, host: nil)

@@ -210,8 +210,9 @@ final class ThreadHoldingProcessor: ImageProcessing {
     }
 
     /// The prefetcher keeps no queue of its own: its work waits in the stages' queues at its
-    /// priority, so what somebody waits for starts first, whenever it came; a waiting prefetch
-    /// can be stopped, and the others start first in, first out.
+    /// priority, within background work's share of the processors (one fewer than the slots),
+    /// so what somebody waits for starts at once on the slot left to it, whenever it came; a
+    /// waiting prefetch can be stopped, and the others start first in, first out.
     @Test func prefetchesWaitInTheStagesQueuesBehindWorkSomebodyWaitsFor() async throws {
         let processor = ThreadHoldingProcessor()
         let pipeline = await Self.pipeline(count: 6, limits: .init(processing: 2))
@@ -220,34 +221,35 @@ final class ThreadHoldingProcessor: ImageProcessing {
         // One at a time, so that equals queue in a known order.
         for (index, request) in requests.enumerated() {
             await prefetcher.startPrefetching(with: [request])
-            if index < 2 {
+            if index < 1 {
                 await reach(processor.started, index + 1)
             } else {
-                await Self.until(pipeline) { $0.processing.queued == index - 1 }
+                await Self.until(pipeline) { $0.processing.queued == index }
             }
         }
-        // Two run, three wait in the pipeline's queue: the prefetcher holds none back.
+        // One runs, four wait in the pipeline's queue: the prefetcher holds none back, and the
+        // second processor is left free.
         #expect(await prefetcher.count == 5)
-        #expect(await pipeline.schedulingStats.processing.queued == 3)
-        #expect(processor.startOrder == ["piece-1", "piece-2"])
+        #expect(await pipeline.schedulingStats.processing.queued == 4)
+        #expect(await pipeline.schedulingStats.processing.running == 1)
+        #expect(processor.startOrder == ["piece-1"])
 
         let shown = pipeline.imageTask(with: Self.request(0, processor, .high))
-        await Self.until(pipeline) { $0.processing.queued == 4 }
+        await reach(processor.started, 2)
+        #expect(processor.startOrder.last == "piece-0", "the shown image starts at once, before the prefetches queued earlier")
         // A waiting prefetch can be stopped: it leaves the queue.
         await prefetcher.stopPrefetching(with: [requests[3]])
         #expect(await prefetcher.count == 4)
         await Self.until(pipeline) { $0.processing.queued == 3 }
 
-        processor.allow(1)
-        await reach(processor.started, 3)
-        #expect(processor.startOrder.last == "piece-0", "the shown image starts before the prefetches queued earlier")
         processor.allow(10)
         _ = try await shown.image
         #expect(await prefetcher.prefetch([requests[0], requests[1], requests[2], requests[4]]) == 4)
-        #expect(processor.startOrder.suffix(2) == ["piece-3", "piece-5"])
+        #expect(processor.startOrder.suffix(3) == ["piece-2", "piece-3", "piece-5"])
         #expect(!processor.startOrder.contains("piece-4"))
         let stats = await pipeline.schedulingStats.processing
-        #expect(stats.started == 5 && stats.maxRunning == 2, "four prefetches and the shown image, two at a time")
+        #expect(stats.started == 5 && stats.maxRunning == 2 && stats.maxBackgroundRunning == 1,
+                "four prefetches one at a time, and the shown image beside them")
     }
 
     /// An awaited prefetch returns once its images are where the prefetcher keeps them: on disk

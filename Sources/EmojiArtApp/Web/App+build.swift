@@ -83,7 +83,10 @@ public enum EmojiArtApp {
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(NoSniffMiddleware())  // outermost: errors answered, `nosniff` on every answer
         router.middlewares.add(BrowserGuardMiddleware(services: services))
-        router.middlewares.add(OneSpellingMiddleware(services: services))  // `/stats/`, `//stats`: 404
+        // `/stats/`, `//stats`: the page of a path no route has, as ErrorPageMiddleware makes it.
+        router.middlewares.add(OneSpellingMiddleware { [services] request, context in
+            try await ErrorPageMiddleware(services: services).handle(request, context: context) { _, _ in throw HTTPError(.notFound) }
+        })
         router.addRoutes(PageController(services: services).endpoints)  // with its error pages
         router.addRoutes(ImageController(services: services).endpoints)
         router.addRoutes(EventsController(services: services).endpoints)

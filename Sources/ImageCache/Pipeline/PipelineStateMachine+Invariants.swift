@@ -47,6 +47,9 @@ extension PipelineStateMachine {
             let state = stages[stage]
             if state.running < 0 { return "\(stage): \(state.running) running" }
             if state.running > state.limit { return "\(stage): \(state.running) running over the limit \(state.limit)" }
+            if state.background.count > state.backgroundLimit || state.background.count > state.running {
+                return "\(stage): \(state.background.count) background slots, limit \(state.backgroundLimit), \(state.running) running"
+            }
             if bestRunnable(stage) != nil { return "\(stage): queued work could start but waits" }
             if Set(state.queue.map(\.id)).count != state.queue.count { return "\(stage): an entry is queued twice" }
             if state.queue.contains(where: { $0.deadline != nil && !$0.overCapacity }) {

@@ -41,7 +41,11 @@ extension PipelineStateMachine {
     struct Stages {
         struct State {
             var limit: Int
+            /// The most slots background work (below ``Priority/normal``) holds at once.
+            var backgroundLimit: Int
             var running = 0
+            /// The slots held by work that started at background priority, by slot.
+            var background: Set<EntryID> = []
             var queue: [Entry] = []
             var stats: SchedulingStats.Stage
         }
@@ -57,7 +61,10 @@ extension PipelineStateMachine {
             self.limits = limits
             states = Stage.allCases.map { stage in
                 let limit = limits.running(stage)
-                return State(limit: limit, stats: .init(limit: limit))
+                let background = limits.background(stage)
+                var stats = SchedulingStats.Stage(limit: limit)
+                stats.backgroundLimit = background
+                return State(limit: limit, backgroundLimit: background, stats: stats)
             }
         }
 
@@ -66,19 +73,25 @@ extension PipelineStateMachine {
             set { states[stage.rawValue] = newValue }
         }
 
-        /// Whether work for `host` may start in `stage` now.
-        func canStart(_ stage: Stage, host: String?) -> Bool {
+        /// Whether work for `host` may start in `stage` now; `background` work only within the
+        /// stage's background limit, so interactive work always finds a slot soon.
+        func canStart(_ stage: Stage, host: String?, background: Bool) -> Bool {
             let state = self[stage]
             guard state.running < state.limit else { return false }
+            if background, state.background.count >= state.backgroundLimit { return false }
             guard stage == .download else { return true }
             if waitingOriginalBytes >= limits.waitingOriginalBytes { return false }
             return (downloadsByHost[host ?? ""] ?? 0) < limits.downloadsPerHost
         }
 
-        mutating func markStarted(_ stage: Stage, host: String?) {
+        mutating func markStarted(_ stage: Stage, host: String?, slot: EntryID?, background: Bool) {
             self[stage].running += 1
             self[stage].stats.started += 1
             self[stage].stats.maxRunning = max(self[stage].stats.maxRunning, self[stage].running)
+            if background, let slot {
+                self[stage].background.insert(slot)
+                self[stage].stats.maxBackgroundRunning = max(self[stage].stats.maxBackgroundRunning, self[stage].background.count)
+            }
             if stage == .download {
                 let count = (downloadsByHost[host ?? ""] ?? 0) + 1
                 downloadsByHost[host ?? ""] = count
@@ -90,9 +103,14 @@ extension PipelineStateMachine {
     // MARK: - Running and queueing
 
     /// Starts work at once when a slot is free: the path with no queue and no waiter.
-    mutating func tryStart(_ stage: Stage, host: String?) -> Bool {
-        guard stages.canStart(stage, host: host) else { return false }
-        stages.markStarted(stage, host: host)
+    /// - Parameters:
+    ///   - slot: the id the caller gives back to ``release(_:host:slot:)``; work without one
+    ///     is not counted as background.
+    ///   - background: whether the work's priority is below ``Priority/normal``: it starts only
+    ///     within the stage's background limit.
+    mutating func tryStart(_ stage: Stage, host: String?, slot: EntryID? = nil, background: Bool = false) -> Bool {
+        guard stages.canStart(stage, host: host, background: background && slot != nil) else { return false }
+        stages.markStarted(stage, host: host, slot: slot, background: background)
         return true
     }
 
@@ -112,8 +130,8 @@ extension PipelineStateMachine {
     mutating func enqueue(
         _ stage: Stage, id: EntryID, flight: FlightID, host: String?, waiter: SlotWaiter, priority ended: Priority? = nil
     ) -> (action: EnqueueAction, refused: Entry?) {
-        if tryStart(stage, host: host) { return (.start, nil) }
         let priority = flights[flight]?.priority ?? ended ?? .normal
+        if tryStart(stage, host: host, slot: id, background: priority.isBackground) { return (.start, nil) }
         var refused: Entry?
         var overCapacity = false
         if stages[stage].queue.count >= stages.limits.queueCapacity {
@@ -158,11 +176,17 @@ extension PipelineStateMachine {
         flights[entry.flight]?.priority ?? entry.queuedPriority
     }
 
-    /// Work in `stage` finished: frees its slot and starts what may run now.
+    /// Work in `stage` finished: frees its slot (`slot`, as it was started) and starts what may
+    /// run now. Without its slot (the direct tests), a background slot is freed when no other
+    /// work runs.
     /// - Returns: the entries started, each now holding a slot: resume their waiters and cancel
     ///   their deadlines.
-    mutating func release(_ stage: Stage, host: String?) -> [Entry] {
+    mutating func release(_ stage: Stage, host: String?, slot: EntryID? = nil) -> [Entry] {
         stages[stage].running -= 1
+        if let slot { stages[stage].background.remove(slot) }
+        if stages[stage].background.count > stages[stage].running, let any = stages[stage].background.first {
+            stages[stage].background.remove(any)
+        }
         if stage == .download {
             let count = (stages.downloadsByHost[host ?? ""] ?? 1) - 1
             stages.downloadsByHost[host ?? ""] = count > 0 ? count : nil
@@ -175,7 +199,7 @@ extension PipelineStateMachine {
         var started: [Entry] = []
         while let index = bestRunnable(stage) {
             let entry = stages[stage].queue.remove(at: index)
-            stages.markStarted(stage, host: entry.host)
+            stages.markStarted(stage, host: entry.host, slot: entry.id, background: priority(of: entry).isBackground)
             started.append(entry)
         }
         return started
@@ -186,7 +210,7 @@ extension PipelineStateMachine {
     func bestRunnable(_ stage: Stage) -> Int? {
         let queue = stages[stage].queue
         var best: Int?
-        for index in queue.indices where stages.canStart(stage, host: queue[index].host) {
+        for index in queue.indices where stages.canStart(stage, host: queue[index].host, background: priority(of: queue[index]).isBackground) {
             guard let current = best else {
                 best = index
                 continue
@@ -234,6 +258,7 @@ extension PipelineStateMachine {
         func stage(_ stage: Stage) -> SchedulingStats.Stage {
             var stats = stages[stage].stats
             stats.running = stages[stage].running
+            stats.backgroundRunning = stages[stage].background.count
             stats.queued = stages[stage].queue.count
             return stats
         }

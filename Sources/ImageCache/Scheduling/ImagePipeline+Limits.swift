@@ -25,6 +25,11 @@ extension ImagePipeline {
         public var downloadsPerHost: Int
         /// Processors running at once; also the number of worker threads.
         public var processing: Int
+        /// Processors running background work (below ``ImageRequest/Priority/normal``: prefetches,
+        /// better formats made ahead, refreshes) at once: by default one fewer than
+        /// ``processing`` (at least 1), so a request somebody waits for finds a processor within
+        /// one image's time however much background work is queued.
+        public var backgroundProcessing: Int
         /// Disk reads at once.
         public var diskReads: Int
         /// Disk writes at once; also the number of I/O threads.
@@ -50,6 +55,7 @@ extension ImagePipeline {
             downloads: Int = 8,
             downloadsPerHost: Int = 6,
             processing: Int = ProcessInfo.processInfo.activeProcessorCount,
+            backgroundProcessing: Int? = nil,
             diskReads: Int = max(1, ProcessInfo.processInfo.activeProcessorCount / 2),
             diskWrites: Int = 2,
             waitingOriginalBytes: Int = 64 * 1024 * 1024,
@@ -60,12 +66,18 @@ extension ImagePipeline {
             self.downloads = max(1, downloads)
             self.downloadsPerHost = max(1, downloadsPerHost)
             self.processing = max(1, processing)
+            self.backgroundProcessing = min(self.processing, max(1, backgroundProcessing ?? self.processing - 1))
             self.diskReads = max(1, diskReads)
             self.diskWrites = max(1, diskWrites)
             self.waitingOriginalBytes = max(1, waitingOriginalBytes)
             self.queueCapacity = max(1, queueCapacity)
             self.interactiveDeadline = interactiveDeadline
             self.pendingWriteBytes = max(0, pendingWriteBytes)
+        }
+
+        /// The background limit of `stage`: only processing has one below its limit.
+        func background<Handles>(_ stage: PipelineStateMachine<Handles>.Stage) -> Int {
+            stage == .processing ? backgroundProcessing : running(stage)
         }
 
         /// The limit of `stage`.

@@ -11,15 +11,21 @@ extension ImagePipeline {
         _ stage: Stage, for id: FlightID, host: String? = nil, priority: ImageRequest.Priority? = nil,
         _ operation: () async throws -> T
     ) async throws -> T {
-        try await acquire(stage, for: id, host: host, priority: priority)
-        defer { release(stage, host: host) }
+        let slot = try await acquire(stage, for: id, host: host, priority: priority)
+        defer { release(stage, host: host, slot: slot) }
         try Task.checkCancellation()
         return try await operation()
     }
 
-    private func acquire(_ stage: Stage, for flight: FlightID, host: String?, priority: ImageRequest.Priority?) async throws {
-        if machine.tryStart(stage, host: host) { return changed() }
+    /// Takes a slot of `stage` for flight `flight`, waiting in its queue if need be.
+    /// - Returns: the slot's id, to give back to ``release(_:host:slot:)``.
+    private func acquire(_ stage: Stage, for flight: FlightID, host: String?, priority: ImageRequest.Priority?) async throws -> Machine.EntryID {
         let id = machine.makeID()
+        let background = (machine.priority(ofFlight: flight) ?? priority ?? .normal).isBackground
+        if machine.tryStart(stage, host: host, slot: id, background: background) {
+            changed()
+            return id
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Handles.SlotWaiter) in
                 if Task.isCancelled { return continuation.resume(throwing: CancellationError()) }
@@ -39,6 +45,7 @@ extension ImagePipeline {
         } onCancel: {
             Task { @ImageDatabase in self.leave(stage, id: id) }
         }
+        return id
     }
 
     private func leave(_ stage: Stage, id: Machine.EntryID) {
@@ -48,8 +55,8 @@ extension ImagePipeline {
         changed()
     }
 
-    private func release(_ stage: Stage, host: String?) {
-        resume(machine.release(stage, host: host))
+    private func release(_ stage: Stage, host: String?, slot: Machine.EntryID) {
+        resume(machine.release(stage, host: host, slot: slot))
     }
 
     private func resume(_ started: [Machine.Entry]) {

@@ -9,6 +9,12 @@ public struct SchedulingStats: Sendable, Hashable, Codable {
         public var limit: Int
         /// Work running now.
         public var running: Int
+        /// Slots background work (below ``ImageRequest/Priority/normal``) may hold at once.
+        public var backgroundLimit: Int
+        /// Background work running now.
+        public var backgroundRunning: Int
+        /// The most background work that ever ran at once.
+        public var maxBackgroundRunning: Int
         /// Work waiting now.
         public var queued: Int
         /// The most work that ever ran at once (high-water mark).
@@ -28,6 +34,9 @@ public struct SchedulingStats: Sendable, Hashable, Codable {
         public init(limit: Int) {
             self.limit = limit
             running = 0
+            backgroundLimit = limit
+            backgroundRunning = 0
+            maxBackgroundRunning = 0
             queued = 0
             maxRunning = 0
             maxQueued = 0
