@@ -22,10 +22,14 @@ struct AnswerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The image formats offered, comma-separated, png included: each image answer is the smallest the request's Accept names (AVIF, then WebP), else PNG. A format slow to make (AVIF, WebP) not made yet is answered with the best accepted format already made, else a PNG, while it is made in the background.", valueName: "list"))
     var formats = "avif,webp,png"
 
+    @Option(help: ArgumentHelp("Once the feed is authenticated, make each verified piece's thumbnail in every offered format at 1x and 2x ahead, the feed's first pieces first, at background priority, up to this many MiB (0: none, and a first request of a slow format gets a stand-in). A new feed edition starts again; /stats and the toolbar show the progress.", valueName: "MiB"))
+    var warmUpBudget = 32
+
     /// ``formats`` parsed (``validate()`` has checked it).
     var servedFormats: [ServedFormat] { (try? ServedFormat.list(formats)) ?? ServedFormat.allCases }
 
     func validate() throws {
+        guard (0...1_048_576).contains(warmUpBudget) else { throw ValidationError("--warm-up-budget must be 0 to 1048576 MiB, got \(warmUpBudget)") }
         do {
             _ = try ServedFormat.list(formats)
         } catch {

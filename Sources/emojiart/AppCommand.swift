@@ -37,6 +37,7 @@ struct AppCommand: AsyncParsableCommand {
         (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
         configuration.galleryOrigin = client.expectedOrigin
         configuration.feedCheckInterval = .seconds(feedCheckInterval)
+        configuration.warmUpBudget = answers.warmUpBudget << 20
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

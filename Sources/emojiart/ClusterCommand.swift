@@ -42,6 +42,9 @@ struct ClusterCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The instances' --http-cache.", valueName: "mode"))
     var httpCache: HTTPCacheMode = .immutable
 
+    @Option(help: ArgumentHelp("The instances' --warm-up-budget: MiB of thumbnail variants each makes ahead once its feed is authenticated (0: none).", valueName: "MiB"))
+    var warmUpBudget = 32
+
     @Option(help: "Seed of the gallery's feed.")
     var seed: UInt64 = GalleryConfiguration.defaultSeed
 
@@ -196,7 +199,7 @@ extension ClusterCommand {
                 "--gallery-key=\(key.fingerprint)", "--cache-dir", work.appendingPathComponent("instance-\(index + 1)").path,
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
                 // The edge passes on the Host people open it by: its own address.
-                "--allowed-host", edge.host,
+                "--allowed-host", edge.host, "--warm-up-budget", "\(warmUpBudget)",
             ]
             app.standardOutput = FileHandle.nullDevice
             do {

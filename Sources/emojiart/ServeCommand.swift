@@ -70,6 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
                 compression: answers.compression, formats: answers.servedFormats, allowedHosts: answers.allowedHost
             )
             configuration.idleTimeout = server.idleTime
+            configuration.warmUpBudget = answers.warmUpBudget << 20
             (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap(servers: 2))
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")

@@ -15,6 +15,9 @@ struct SyncCommand: AsyncParsableCommand {
     @OptionGroup var client: GalleryClientOptions
     @OptionGroup var cache: CacheOptions
 
+    @Flag(help: "Also make every verified piece's thumbnail in every format this machine can write (AVIF, WebP, PNG) at 1x and 2x, as `emojiart app` warms them, so the app's first visitors get them from the cache.")
+    var variants = false
+
     func run() async throws {
         let database = cache.database()
         await database.setUp()
@@ -26,7 +29,7 @@ struct SyncCommand: AsyncParsableCommand {
         let lastDecile = LockedCounter()
         let report: Sync.Report
         do {
-            report = try await Sync(model: model).run { progress in
+            report = try await Sync(model: model, variants: variants).run { progress in
                 guard progress.total > 0 else { return }
                 if tty {
                     FileHandle.standardOutput.write(Data(("\r" + TerminalText.bar(progress)).utf8))

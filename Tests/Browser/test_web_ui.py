@@ -88,11 +88,11 @@ def browser():
     driver.quit()
 
 
-def chromium(*extra):
-    """Headless Chromium, 1280 x 1000, with `extra` arguments (such as a device scale factor)."""
+def chromium(*extra, size=(1280, 1000)):
+    """Headless Chromium, `size` (1280 x 1000 by default), with `extra` arguments (such as a device scale factor)."""
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000", *extra]:
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=%d,%d" % size, *extra]:
         options.add_argument(argument)
     # The console's messages, read by csp_violations (the pages' policy allows no inline script or style), and the
     # network's, read by image_responses.
@@ -406,5 +406,105 @@ def test_on_a_2x_screen_every_thumbnail_is_sharp_and_compact(servers):
                 assert "image/png" in received.values(), set(received.values())
                 wait_until_no_background_encodes(app_url)
         driver.save_screenshot(os.path.join(ARTIFACTS, "list-2x.png"))
+    finally:
+        driver.quit()
+
+
+def wait_for_warm_up(app_url, seconds=60):
+    """Follows the app's /events until its counts say the warm-up ended (a 60 s deadline in all, not a clock): the
+    stream starts with the counts now. Returns the warm-up's progress."""
+    deadline = time.monotonic() + seconds
+    with urllib.request.urlopen(app_url + "/events", timeout=30) as stream:
+        for line in stream:
+            if line.startswith(b"data: "):
+                warm_up = json.loads(line[6:]).get("warmUp", {})
+                if warm_up.get("state") in ("done", "stopped", "cancelled"):
+                    return warm_up
+            if time.monotonic() > deadline:
+                break
+    raise AssertionError("the warm-up had not ended %s s after the app started" % seconds)
+
+
+@pytest.fixture(scope="module")
+def warmed(browser):
+    """A fresh gallery and app (a cache of its own, nothing held), after the app's warm-up ended."""
+    cache = tempfile.mkdtemp(prefix="emojiart-browser-warm-")
+    gallery, gallery_url = start(["gallery", "--port", "0"], r"serving (http://\S+)/gallery/images")
+    try:
+        app, url = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", cache], r"EmojiArt: open (http://\S+)")
+    except BaseException:
+        gallery.kill()
+        raise
+    app_url = url.rstrip("/")
+    try:
+        warm_up = wait_for_warm_up(app_url)
+        yield app_url, warm_up
+    finally:
+        try:
+            assert stop(app) == 0
+        finally:
+            try:
+                assert stop(gallery) == 0
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+
+
+PHONE = (400, 850)
+
+
+@pytest.mark.parametrize("size,scale", [((1400, 1000), 1), ((1400, 1000), 2), (PHONE, 1), (PHONE, 2), (PHONE, 3)])
+def test_a_first_visit_after_the_warm_up_gets_avif_at_its_density(warmed, size, scale):
+    """A first visit (a new browser, nothing cached) after the warm-up's end gets every thumbnail in AVIF at once, at
+    its density (the 2x variants at DPR 2 and 3: there is no 3x variant), answered from the app's memory; on a phone
+    the page fits the window, two cards a row, the counters on one line and the clear buttons within reach."""
+    app_url, warm_up = warmed
+    assert warm_up["state"] == "done" and warm_up["made"] == warm_up["total"] > 0, warm_up
+    before = json.loads(app_json(app_url, "/stats"))
+    driver = chromium("--force-device-scale-factor=%d" % scale, size=size)
+    try:
+        driver.get(app_url)
+        wait_for_catalog(driver)
+        shown = driver.execute_script("""
+            return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.naturalWidth > 0)
+                .map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight]);""")
+        assert len(shown) == 78
+        for url, width, height in shown:
+            if scale == 1:
+                assert "/thumbs/2x/" not in url and height == 200, (url, width, height)
+            else:
+                # A 2x image's natural size is given in CSS pixels: half its pixels on each side.
+                assert "/thumbs/2x/" in url and height * 2 == 400, (url, width, height)
+        types = image_responses(driver)
+        urls = {url for url, _, _ in shown}
+        received = {url: types[url] for url in urls if url in types}
+        assert len(urls) == 26 and len(received) == 26, (len(received), len(urls))
+        assert set(received.values()) == {"image/avif"}, "the first load: %s" % set(received.values())
+        after = json.loads(app_json(app_url, "/stats"))
+        assert after["memoryHits"] >= before["memoryHits"] + 26, "answered from memory: %s then %s" % (
+            before["memoryHits"], after["memoryHits"])
+        assert after["backgroundEncodes"] == 0, "no stand-in, so nothing to make in the background"
+        if size == PHONE:
+            layout = driver.execute_script("""
+                const cards = Array.from(document.querySelectorAll('#catalog .card')).slice(0, 3).map(c => c.getBoundingClientRect());
+                const counters = Array.from(document.querySelectorAll('.counters > span')).map(s => s.getBoundingClientRect().top);
+                const buttons = ['clear-memory', 'clear-disk'].map(id => document.getElementById(id).getBoundingClientRect());
+                return {
+                    pageWidth: document.documentElement.scrollWidth, window: window.innerWidth,
+                    row: [cards[0].top === cards[1].top, cards[2].top > cards[0].top],
+                    artFill: Array.from(document.querySelectorAll('#catalog .thumb')).slice(0, 4).map(box => {
+                        const [outer, art] = [box.getBoundingClientRect(), box.querySelector('img').getBoundingClientRect()];
+                        return Math.max(art.width / outer.width, art.height / outer.height);
+                    }),
+                    counterLines: new Set(counters.map(Math.round)).size,
+                    buttons: buttons.map(b => b.left >= 0 && b.right <= window.innerWidth && b.height > 0),
+                };""")
+            assert layout["window"] == PHONE[0], layout
+            assert layout["pageWidth"] <= layout["window"], "no horizontal scroll: %s" % layout
+            assert layout["row"] == [True, True], "two cards a row: %s" % layout
+            assert all(fill > 0.9 for fill in layout["artFill"]), "the art fills its box: %s" % layout
+            assert layout["counterLines"] == 1, "the counters on one line: %s" % layout
+            assert layout["buttons"] == [True, True], "the clear buttons within reach: %s" % layout
+            driver.save_screenshot(os.path.join(ARTIFACTS, "phone-%dx.png" % scale))
+        assert csp_violations(driver) == []
     finally:
         driver.quit()

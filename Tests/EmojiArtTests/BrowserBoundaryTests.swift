@@ -79,6 +79,7 @@ import TestSupport
                     // Filled again for the next case: a thumbnail made from an original fetched anew.
                     await server.database.clearMemory()
                     #expect(try await ask(server.port, "/thumbs/5").status == 200)
+                    await server.database.flush()  // its writes follow the answer
                 }
             }
             #expect(try await metric(server, #"emojiart_refused_requests_total{reason="cross_site"} \#(refusals)"#))

@@ -391,7 +391,8 @@ final class RunningCluster: Sendable {
 
     @Test func theEdgeKeepsOneEntryPerFormatNotOnePerAcceptAndNeverAStandIn() async throws {
         let directory = TemporaryDirectory("emojiart-edge-formats")
-        let cluster = try await RunningCluster(["--instances", "2", "--work-dir", directory.url.path])
+        // No warm-up: the instances' stand-ins are what the edge must never keep.
+        let cluster = try await RunningCluster(["--instances", "2", "--work-dir", directory.url.path, "--warm-up-budget", "0"])
         do {
             let (thumbnails, _) = try await Self.catalogURLs(cluster)
             let url = try #require(thumbnails.first)
@@ -438,7 +439,7 @@ final class RunningCluster: Sendable {
 
     @Test func withTLSTheEdgeSpeaksHTTP2AndPrintsItsCertificatesKeyHash() async throws {
         let directory = TemporaryDirectory("emojiart-edge-tls")
-        let cluster = try await RunningCluster(["--instances", "1", "--tls", "--work-dir", directory.url.path])
+        let cluster = try await RunningCluster(["--instances", "1", "--tls", "--work-dir", directory.url.path, "--warm-up-budget", "0"])
         do {
             #expect(cluster.edge.hasPrefix("https://127.0.0.1:"))
             try await cluster.waitUntilEveryInstanceIsReady()

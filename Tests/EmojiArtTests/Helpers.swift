@@ -92,7 +92,8 @@ func withVerifiedApp(
 }
 
 /// A real app server on 127.0.0.1:0 (fast lane on) against the gallery at `galleryURL`, after
-/// verification finished.
+/// verification finished and, as a running app does next, its warm-up (``WarmUp``) ended: the
+/// body sees the cache as it stays (a `configure` with a `warmUpBudget` of 0 sees it unwarmed).
 func withVerifiedApp(
     galleryURL: URL, database: ImagePipeline, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
     configure: (inout AppConfiguration) -> Void = { _ in },
@@ -115,6 +116,8 @@ func withVerifiedApp(
             onServerRunning: { await running($0.localAddress?.port ?? 0) }
         )
     }) { port in
+        for await progress in services.warmUp.stream() where progress.ended { break }
+        await database.flush()  // and its disk writes
         try await body(port, database, services)
     }
 }

@@ -45,7 +45,8 @@ import TestSupport
     }
 
     @Test func eachAcceptGetsItsFormatAndEveryAnswerVaries() async throws {
-        try await withVerifiedApp { port, database, services in
+        // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
             // WebP is made in the background: its first request gets the PNG at once, which no
             // cache may keep.
             let first = try await Self.get(port, "/thumbs/5", accept: "image/webp")
@@ -78,7 +79,8 @@ import TestSupport
 
     @Test func aFormatNotMadeYetIsAnsweredAtOnceWithTheBestOneMadeAndIsMadeInTheBackground() async throws {
         try await withGallery { galleryURL, database in
-            let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: .immutable)
+            var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: .immutable)
+            configuration.warmUpBudget = 0  // a request that comes before the warm-up
             let model = makeModel(galleryURL, database)
             let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
             await model.loadAndVerify()
@@ -131,7 +133,8 @@ import TestSupport
     }
 
     @Test func theStatsSayWhenTheBackgroundEncodesAreDone() async throws {
-        try await withVerifiedApp { port, database, services in
+        // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
             let avif = try #require(services.variant(piece: 9, kind: .init(route: .thumbs, density: 2, format: .avif))).request
             let standIn = try await Self.get(port, "/thumbs/2x/9", accept: Self.chromium)
             #expect(standIn.fields["content-type"] == "image/png")
@@ -160,7 +163,8 @@ import TestSupport
     }
 
     @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
-        try await withVerifiedApp { port, database, services in
+        // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
             let before = await database.stats().scheduling.processing.started
             let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
             let answers = try await withThrowingTaskGroup(of: Answer.self) { group in

@@ -14,7 +14,10 @@ import TestSupport
         _ = try await database.setUp().get()
         let encoder = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
         let clock = ManualClock()
-        let broadcast = StatsBroadcast(database: database, encoder: encoder, interval: .milliseconds(100), clock: clock)
+        let warmUp = WarmUp.initial(budget: 0)
+        let broadcast = StatsBroadcast(interval: .milliseconds(100), clock: clock) {
+            AppStats.now(database: database, encoder: encoder, warmer: encoder, warmUp: warmUp)
+        }
         let running = Task { try await broadcast.run() }
         defer { running.cancel() }
         let request = ImageRequest(url: URL(string: "http://127.0.0.1:1/a")!)

@@ -1,6 +1,7 @@
 public import Foundation
 public import ImageCache
 public import GalleryFeed
+import Imaging
 
 /// `emojiart sync`: load the feed, verify it, fetch every thumbnail, and report.
 public struct Sync: Sendable {
@@ -10,6 +11,9 @@ public struct Sync: Sendable {
         public var progress: VerificationProgress
         /// Distinct thumbnails made or found (the feed lists each piece three times).
         public var thumbnails: Int
+        /// With ``Sync/variants``: the thumbnail variants made or found (every offered format at
+        /// 1x and 2x of each verified piece, as the app's warm-up makes them); `nil` without.
+        public var variants: Int?
         /// The cache's counters at the end.
         public var stats: ImagePipeline.Stats
         /// Wall time.
@@ -36,10 +40,17 @@ public struct Sync: Sendable {
     public let model: EmojiArtModel
     /// The thumbnail variant fetched for every piece.
     public let thumbnail: ThumbnailProcessor
+    /// Whether to make every verified piece's thumbnail in every format this machine can
+    /// write at 1x and 2x too, as the app's warm-up does (`--variants`).
+    public let variants: Bool
+    private let thumbnailSize: Int
 
-    /// Creates a sync over `model` fetching `thumbnailSize` thumbnails.
-    public init(model: EmojiArtModel, thumbnailSize: Int = 200) {
+    /// Creates a sync over `model` fetching `thumbnailSize` thumbnails, and with `variants` the
+    /// app's thumbnail variants.
+    public init(model: EmojiArtModel, thumbnailSize: Int = 200, variants: Bool = false) {
         self.model = model
+        self.thumbnailSize = thumbnailSize
+        self.variants = variants
         thumbnail = ThumbnailProcessor(size: thumbnailSize)
     }
 
@@ -64,11 +75,24 @@ public struct Sync: Sendable {
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
+        var variantCount: Int?
+        if variants {
+            let formats = AppConfiguration.offered(ServedFormat.allCases).filter { Imaging().canEncode($0.output) }
+            let processors = AppServices.processors(boxes: [.thumbs: thumbnailSize], formats: formats)
+            let requests = WarmUp.plan(entries, model: model, processors: processors, formats: formats).flatMap(\.requests)
+            variantCount = await withTaskGroup(of: Bool.self) { group in
+                for request in requests {
+                    group.addTask { (try? await model.database.image(for: request)) != nil }
+                }
+                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+        }
         // Answers do not wait for their disk writes: the report (and the process's exit) does.
         await model.database.flush()
         return Report(
             progress: progress,
             thumbnails: thumbnails,
+            variants: variantCount,
             stats: await model.database.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },

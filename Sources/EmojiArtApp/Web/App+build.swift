@@ -62,6 +62,8 @@ public enum EmojiArtApp {
         // Only formats this libvips can write (AVIF needs libheif's AV1 encoder).
         let formats = configuration.formats.filter { Imaging().canEncode($0.output) }
         let encoder = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
+        let warmer = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
+        let warmUp = WarmUp.initial(budget: configuration.warmUpBudget)
         let services = AppServices(
             model: model,
             database: database,
@@ -72,7 +74,10 @@ public enum EmojiArtApp {
             metrics: AppMetrics(),
             prefetcher: ImagePrefetcher(pipeline: database),
             encoder: encoder,
-            statsBroadcast: StatsBroadcast(database: database, encoder: encoder),
+            warmer: warmer,
+            warmUp: warmUp,
+            warmUpBudget: configuration.warmUpBudget,
+            statsBroadcast: StatsBroadcast { AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp) },
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams),
             eventStreamHeartbeat: configuration.eventStreamHeartbeat,
             eventStreamLifetime: configuration.eventStreamLifetime,

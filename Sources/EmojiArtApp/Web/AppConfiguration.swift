@@ -74,6 +74,12 @@ public struct AppConfiguration: Sendable {
     /// The least time between two feed checks that catalog loads ask for
     /// (`--feed-check-interval`): 30 s by default, whatever the gallery's answers say.
     public var feedCheckInterval: Duration = .seconds(30)
+    /// The most bytes of thumbnail variants the app makes ahead once a feed is authenticated
+    /// (`--warm-up-budget`, 32 MiB by default): each verified piece's thumbnail in every offered
+    /// format at 1x and 2x, the feed's first pieces first, so a first visit is answered from
+    /// memory in the format and density it asks for (``WarmUp``). 0 makes none: a first request
+    /// of a slow format is answered with a stand-in, as before.
+    public var warmUpBudget = 32 << 20
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).

@@ -26,6 +26,14 @@ struct AppServices: Sendable {
     /// not made (a stand-in answered it): requests at very low priority through the pipeline's
     /// stages, so work somebody waits for goes first.
     let encoder: ImagePrefetcher
+    /// Makes the catalog's thumbnails ahead once a feed is authenticated (``WarmUp``): the same
+    /// background priority and destination as ``encoder``, a prefetcher of its own so its
+    /// requests can be withdrawn alone.
+    let warmer: ImagePrefetcher
+    /// The warm-up's progress, live.
+    let warmUp: LiveValue<WarmUp.Progress>
+    /// The most bytes of variants the warm-up makes (``AppConfiguration/warmUpBudget``).
+    let warmUpBudget: Int
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.
@@ -46,7 +54,10 @@ struct AppServices: Sendable {
     let catalogPages = CatalogPages()
 
     /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
-    var backgroundServices: [any Service] { [statsBroadcast, WritesAtShutdown(database: database)] }
+    /// (A service that returns ends the app: the warm-up runs only with a budget.)
+    var backgroundServices: [any Service] {
+        [statsBroadcast] + (warmUpBudget > 0 ? [WarmUp(services: self)] : []) + [WritesAtShutdown(database: database)]
+    }
 
     /// Makes the processors of `boxes` at every density in `formats`.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
@@ -132,6 +143,7 @@ struct AppServices: Sendable {
     func render(_ template: String, _ context: [String: Any], counters: [String: Any]) -> String {
         var context = context
         context["stats"] = counters
+        context["warmUp"] = warmUp.value.text
         if let instanceName { context["instance"] = instanceName }
         return templates.render(context, withTemplate: template) ?? "template \(template) is missing"
     }

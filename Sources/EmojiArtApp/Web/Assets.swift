@@ -50,6 +50,28 @@ enum Assets {
     .notice { background: #fff4e5; color: var(--warn); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px; }
     code { background: #f0f0f6; padding: 1px 5px; border-radius: 4px; }
     .placeholder.large { width: 330px; height: 600px; }
+    .counters i { font-style: normal; }
+    /* A phone (320-430 px wide): nothing wider than the window, the counters on one line under short labels,
+       two cards a row with the art filling its box, the buttons on their own row. */
+    @media (max-width: 600px) {
+      body { overflow-wrap: anywhere; }
+      header { gap: 6px 10px; padding: 8px 10px; }
+      header h1 { font-size: 16px; margin: 0; }
+      .counters { order: 3; width: 100%; gap: 8px; font-size: 12px; white-space: nowrap; overflow-x: auto; }
+      .counters i { font-size: 0; }
+      .counters i::before { content: attr(data-short); font-size: 12px; }
+      .actions { margin-left: auto; gap: 6px; }
+      .actions button { font-size: 12px; padding: 4px 8px; }
+      main { padding: 10px; }
+      footer { padding: 0 10px 10px; }
+      .grid { grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 10px; }
+      .thumb { height: auto; aspect-ratio: 1 / 1; }
+      .thumb img { width: auto; height: auto; max-width: 100%; max-height: 100%; }
+      .placeholder { height: auto; aspect-ratio: 1 / 1; }
+      .info { padding: 8px; }
+      .placeholder.large { width: 100%; height: auto; aspect-ratio: 330 / 600; }
+      .details .art { padding: 6px; }
+    }
     """)
 
     /// `/assets/app.js`: live counters (`stats` events) on every page, the loading page's bar
@@ -102,6 +124,8 @@ enum Assets {
             const element = document.getElementById(id);
             if (element) { element.textContent = stats[name]; }
           }
+          const warm = document.getElementById("warm-up");
+          if (warm && stats.warmUp) { warm.textContent = stats.warmUp.text; }
         });
         if (document.getElementById("progress")) {
           events.addEventListener("progress", (e) => showProgress(JSON.parse(e.data)));

@@ -38,8 +38,10 @@ struct OpsController<Context: RequestContext>: Sendable {
 }
 
 /// What `GET /stats` and the event stream's `stats` events carry: the database's counts
-/// (``ImageDatabase/stats()``, its fields at the top level) and `backgroundEncodes`, the variants
-/// being made in the background or waiting to be (see ``ServedFormat/isQuickToEncode``).
+/// (``ImageDatabase/stats()``, its fields at the top level), `backgroundEncodes`, the variants
+/// being made in the background or waiting to be (a stand-in's better format, see
+/// ``ServedFormat/isQuickToEncode``, and the warm-up's), and `warmUp`, the warm-up's progress
+/// (``WarmUp/Progress``: `state`, `made`, `failed`, `total`, `bytes`, `budget`, `seconds`, `runs`).
 ///
 /// A client that was answered with a stand-in can follow `/events`, opened after that answer,
 /// until `backgroundEncodes` is 0: its better format was then made, or its making failed (the
@@ -47,21 +49,31 @@ struct OpsController<Context: RequestContext>: Sendable {
 struct AppStats: Encodable {
     let database: ImagePipeline.Stats
     let backgroundEncodes: Int
+    let warmUp: WarmUp.Progress
 
     private enum Key: String, CodingKey {
-        case backgroundEncodes
+        case backgroundEncodes, warmUp
+    }
+
+    /// The counts now: `database`'s, the variants `encoder` and `warmer` have to make, and the
+    /// warm-up's progress.
+    @ImageDatabase static func now(
+        database: ImagePipeline, encoder: ImagePrefetcher, warmer: ImagePrefetcher, warmUp: LiveValue<WarmUp.Progress>
+    ) -> AppStats {
+        AppStats(database: database.stats(), backgroundEncodes: encoder.count + warmer.count, warmUp: warmUp.value)
     }
 
     func encode(to encoder: any Encoder) throws {
         try database.encode(to: encoder)
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(backgroundEncodes, forKey: .backgroundEncodes)
+        try container.encode(warmUp, forKey: .warmUp)
     }
 }
 
 extension AppServices {
     /// The counts `/stats` and the `stats` events show.
     @ImageDatabase func stats() -> AppStats {
-        AppStats(database: database.stats(), backgroundEncodes: encoder.count)
+        AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp)
     }
 }

@@ -33,8 +33,8 @@ final class StatsBroadcast: Service, Sendable {
     /// The newest publication, for the streams to follow.
     let latest: LiveValue<Published>
 
-    private let database: ImagePipeline
-    private let encoder: ImagePrefetcher
+    /// The counts to publish, read on the actor the counts live on.
+    private let read: @ImageDatabase @Sendable () -> AppStats
     private let clock: AnyClock<Duration>
     /// The last sequence number given; taken with the read of the counts.
     private let reads = Mutex(0)
@@ -44,14 +44,13 @@ final class StatsBroadcast: Service, Sendable {
     private let opened: AsyncStream<Void>.Continuation
     private let openings: AsyncStream<Void>
 
-    /// A broadcast of the counts of `database` and `encoder` (the variants being made in the background), on `clock` (tests pass one
-    /// they move by hand).
+    /// A broadcast of the counts `read` gives (``AppServices/stats()``), on `clock` (tests
+    /// pass one they move by hand).
     init(
-        database: ImagePipeline, encoder: ImagePrefetcher, interval: Duration = .milliseconds(100),
-        clock: some Clock<Duration> = ContinuousClock()
+        interval: Duration = .milliseconds(100), clock: some Clock<Duration> = ContinuousClock(),
+        read: @escaping @ImageDatabase @Sendable () -> AppStats
     ) {
-        self.database = database
-        self.encoder = encoder
+        self.read = read
         self.interval = interval
         self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
         latest = LiveValue(Published(sequence: 0, event: ""))
@@ -70,7 +69,7 @@ final class StatsBroadcast: Service, Sendable {
     @ImageDatabase private func snapshot() -> (Int, AppStats) {
         reads.withLock { last in
             last += 1
-            return (last, AppStats(database: database.stats(), backgroundEncodes: encoder.count))
+            return (last, read())
         }
     }
 

@@ -31,13 +31,14 @@ enum Templates {
     <header>
       <h1><a href="/">🎨 EmojiArt</a></h1>
       <div class="counters" aria-live="polite">
-        <span>memory hits <b id="memory-hits">{{stats.memoryHits}}</b></span>
-        <span>disk hits <b id="disk-hits">{{stats.diskHits}}</b></span>
-        <span>origin fetches <b id="origin-fetches">{{stats.originFetches}}</b></span>
-        <span>not modified <b id="revalidations">{{stats.revalidations}}</b></span>
-        <span>refreshed <b id="refreshed">{{stats.refreshed}}</b></span>
-        <span>stale <b id="stale-answers">{{stats.staleAnswers}}</b></span>
-        {{#instance}}<span>instance <b id="instance">{{instance}}</b></span>{{/instance}}
+        <span><i data-short="mem">memory hits</i> <b id="memory-hits">{{stats.memoryHits}}</b></span>
+        <span><i data-short="disk">disk hits</i> <b id="disk-hits">{{stats.diskHits}}</b></span>
+        <span><i data-short="origin">origin fetches</i> <b id="origin-fetches">{{stats.originFetches}}</b></span>
+        <span><i data-short="304">not modified</i> <b id="revalidations">{{stats.revalidations}}</b></span>
+        <span><i data-short="refr.">refreshed</i> <b id="refreshed">{{stats.refreshed}}</b></span>
+        <span><i data-short="stale">stale</i> <b id="stale-answers">{{stats.staleAnswers}}</b></span>
+        <span><i data-short="warm">warm-up</i> <b id="warm-up">{{warmUp}}</b></span>
+        {{#instance}}<span><i data-short="inst.">instance</i> <b id="instance">{{instance}}</b></span>{{/instance}}
       </div>
       <div class="actions">
         <form method="post" action="/cache/clear-memory"><button id="clear-memory" type="submit">Clear memory cache</button></form>

@@ -61,9 +61,11 @@ public final class ImagePrefetcher {
     private func start(_ request: ImageRequest) -> ImageTask? {
         let key = request.cacheKey
         if let task = running[key] { return task }
+        // Held already: memory's entry must answer this request (an entry made for other bytes
+        // than the request expects, a new feed edition's, does not).
         switch destination {
-        case .memoryCache: if pipeline.memory.peek(key) != nil { return nil }
-        case .diskCache: if pipeline.memory.peek(key) != nil || pipeline.disk?.contains(key: key) == true { return nil }
+        case .memoryCache: if pipeline.memoryAnswers(request) { return nil }
+        case .diskCache: if pipeline.memoryAnswers(request) || pipeline.disk?.contains(key: key) == true { return nil }
         }
         var request = request
         request.priority = priority

@@ -60,17 +60,21 @@ nonisolated extension ImagePipeline {
         return image
     }
 
+    /// Whether memory holds an entry that answers `request` as it is (fresh, and of the bytes it
+    /// expects), without counting a hit or changing the order.
+    func memoryAnswers(_ request: ImageRequest) -> Bool {
+        guard let entry = io.memory.peek(request.cacheKey) else { return false }
+        switch io.lookup(entry, for: request) {
+        case .answer, .answerAndRefresh: return true
+        case .revalidate, .miss: return false
+        }
+    }
+
     /// Whether memory holds a usable answer to `request`, or the disk's index lists its key
     /// (no file is read: a read may still find the entry damaged or stale). For deciding how to
     /// answer before deciding to wait.
     public func isCached(_ request: ImageRequest) -> Bool {
-        if let entry = io.memory.peek(request.cacheKey) {
-            switch io.lookup(entry, for: request) {
-            case .answer, .answerAndRefresh: return true
-            case .revalidate, .miss: break
-            }
-        }
-        return io.readyDisk?.contains(key: request.cacheKey) == true
+        memoryAnswers(request) || io.readyDisk?.contains(key: request.cacheKey) == true
     }
 
     /// Starts loading `request` and returns its handle, to change its priority or cancel it.

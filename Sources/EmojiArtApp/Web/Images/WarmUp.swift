@@ -1,0 +1,229 @@
+import Foundation
+import GalleryFeed
+import ImageCache
+import Logging
+import ServiceLifecycle
+
+/// Makes the catalog's thumbnails before anyone asks: once a feed is authenticated and its
+/// images verified (the model is `ready`), every offered format (AVIF, WebP, PNG) of each
+/// verified piece's thumbnail at 1x and 2x, the feed's first pieces first, so a first visit gets
+/// the format and density it asks for from memory, as the tenth does.
+///
+/// - **Background work through the one background queue.** Each variant is a request at
+///   ``ImageRequest/Priority/veryLow`` through ``ImagePrefetcher`` (into memory, then disk), in the
+///   pipeline's stages and flights: a request somebody waits for goes first and, at most
+///   `cores - 1` processors doing background work, always finds one free
+///   (``ImagePipeline/Limits/backgroundProcessing``); a request of a variant being made joins its
+///   flight. `ready` does not wait for it.
+/// - **Bounded.** Only the verified pieces of an authenticated feed; at most ``budget`` bytes of
+///   variants, and never past the disk's size limit less the largest batch twice, so it never
+///   evicts an entry somebody asked for (a catalog of thousands warms its first pages). A new
+///   feed edition cancels it (its requests not started are withdrawn) and starts its own.
+/// - **Seen.** ``progress`` (`warmUp` in `/stats` and the `stats` events, the toolbar's `warm-up`
+///   counter): its state, the variants made of those planned, their bytes, and its seconds once
+///   it ends.
+final class WarmUp: Service, Sendable {
+    /// Where the warm-up stands.
+    struct Progress: Sendable, Hashable, Encodable {
+        enum State: String, Sendable, Hashable, Encodable {
+            /// No authenticated feed yet.
+            case idle
+            /// Making variants.
+            case running
+            /// Every planned variant was made (or failed).
+            case done
+            /// Stopped at its byte budget, or at the disk's room.
+            case stopped
+            /// A new feed edition came first.
+            case cancelled
+            /// Turned off (a budget of 0).
+            case off
+        }
+
+        var state: State
+        /// Variants held, made now or found made.
+        var made = 0
+        /// Variants that could not be made (their piece's original failed, say).
+        var failed = 0
+        /// Variants planned for the feed's verified pieces.
+        var total = 0
+        /// Bytes of the variants held.
+        var bytes = 0
+        /// The byte budget.
+        var budget: Int
+        /// From the start to the end, once ended.
+        var seconds: Double?
+        /// How many warm-ups were started: each feed edition starts one.
+        var runs = 0
+
+        /// Whether it is over (done, stopped, cancelled or off).
+        var ended: Bool { state != .idle && state != .running }
+
+        private enum Key: String, CodingKey {
+            case state, made, failed, total, bytes, budget, seconds, runs, text
+        }
+
+        /// Its fields, and ``text`` for the page's script to show.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(state, forKey: .state)
+            try container.encode(made, forKey: .made)
+            try container.encode(failed, forKey: .failed)
+            try container.encode(total, forKey: .total)
+            try container.encode(bytes, forKey: .bytes)
+            try container.encode(budget, forKey: .budget)
+            try container.encodeIfPresent(seconds, forKey: .seconds)
+            try container.encode(runs, forKey: .runs)
+            try container.encode(text, forKey: .text)
+        }
+
+        /// What the toolbar's `warm-up` counter says.
+        var text: String {
+            switch state {
+            case .idle: "waiting"
+            case .running: "\(made) of \(total)"
+            case .done: "\(made) of \(total), done"
+            case .stopped: "\(made) of \(total), budget reached"
+            case .cancelled: "\(made) of \(total), cancelled"
+            case .off: "off"
+            }
+        }
+    }
+
+    /// Pieces warmed per batch: the batch's variants are asked for at once, then the budget is
+    /// checked again.
+    static let batchPieces = 2
+
+    let services: AppServices
+    /// The most bytes of variants it makes (``AppConfiguration/warmUpBudget``).
+    var budget: Int { services.warmUpBudget }
+    /// The warm-up's own prefetcher (``AppServices/warmer``).
+    var prefetcher: ImagePrefetcher { services.warmer }
+    /// Where it stands, live (``AppServices/warmUp``).
+    var progress: LiveValue<Progress> { services.warmUp }
+
+    /// The warm-up of `services`' model, within its budget.
+    init(services: AppServices) {
+        self.services = services
+    }
+
+    /// A new warm-up's progress: idle, or off for a budget of 0.
+    static func initial(budget: Int) -> LiveValue<Progress> {
+        LiveValue(Progress(state: budget > 0 ? .idle : .off, budget: max(0, budget)))
+    }
+
+    /// Follows the model: a `ready` with another feed edition than the one warmed starts a
+    /// warm-up for it; a new feed being loaded or verified cancels the one under way (an
+    /// unchanged feed never leaves `ready`). Until the app shuts down; at once with a budget of
+    /// 0 (the app then does not run it).
+    func run() async throws {
+        guard budget > 0 else { return }
+        await cancelWhenGracefulShutdown { [self] in
+            var current: (edition: [String], task: Task<Void, Never>)?
+            for await phase in services.model.phase.stream() {
+                guard phase == .ready else {
+                    current?.task.cancel()
+                    continue
+                }
+                let plan = await plan()
+                let edition = plan.map(\.checksum)
+                if let current, current.edition == edition, !current.task.isCancelled { continue }
+                current?.task.cancel()
+                await current?.task.value
+                current = (edition, Task { await self.warm(plan) })
+            }
+            current?.task.cancel()
+            await current?.task.value
+        }
+    }
+
+    /// One piece's variants to make, with the checksum of the feed entry they were planned for.
+    struct Piece: Sendable {
+        let number: Int
+        let checksum: String
+        let requests: [ImageRequest]
+    }
+
+    /// The verified pieces of the model's feed, in feed order (each once), each with its
+    /// thumbnail in every offered format at 1x and 2x.
+    func plan() async -> [Piece] {
+        Self.plan(await services.model.entries, model: services.model, processors: services.processors, formats: services.formats)
+    }
+
+    /// The verified pieces of `entries`, in their order (each once), each with its thumbnail
+    /// (`processors`' `.thumbs` kinds) in each of `formats` at 1x and 2x: the requests the image
+    /// routes make for them (the same cache keys). Shared by the app and `emojiart sync --variants`.
+    static func plan(
+        _ entries: [(file: ImageFile, status: VerificationStatus)], model: EmojiArtModel, processors: [VariantKind: ThumbnailProcessor],
+        formats: [ServedFormat]
+    ) -> [Piece] {
+        var seen = Set<Int>()
+        var pieces: [Piece] = []
+        for (file, status) in entries where status == .verified {
+            guard let number = file.pieceNumber, seen.insert(number).inserted else { continue }
+            var requests: [ImageRequest] = []
+            for density in VariantKind.densities {
+                for format in formats {
+                    guard let processor = processors[VariantKind(route: .thumbs, density: density, format: format)] else { continue }
+                    requests.append(model.imageRequest(file, processor: processor))
+                }
+            }
+            pieces.append(Piece(number: number, checksum: file.checksum, requests: requests))
+        }
+        return pieces
+    }
+
+    /// Makes `plan`'s variants, a batch of pieces at a time, within the budget and the disk's
+    /// room; cancelled, it withdraws the requests not started and says so.
+    func warm(_ plan: [Piece]) async {
+        let clock = ContinuousClock()
+        let start = clock.now
+        progress.update { progress in
+            progress = Progress(state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, runs: progress.runs + 1)
+        }
+        let database = services.database
+        let diskLimit = database.configuration.diskSizeLimit
+        var largestBatch = 0
+        var end = Progress.State.done
+        var index = 0
+        while index < plan.count {
+            if Task.isCancelled {
+                end = .cancelled
+                break
+            }
+            let (bytes, diskBytes) = (progress.value.bytes, database.disk?.usage.bytes ?? 0)
+            if bytes >= budget || (database.disk != nil && diskBytes + 2 * largestBatch >= diskLimit) {
+                end = .stopped
+                break
+            }
+            let batch = plan[index..<min(index + Self.batchPieces, plan.count)].flatMap(\.requests)
+            index += Self.batchPieces
+            let made = await withTaskCancellationHandler {
+                await prefetcher.prefetch(batch)
+            } onCancel: { [prefetcher] in
+                Task { @ImageDatabase in prefetcher.stopPrefetching(with: batch) }
+            }
+            let batchBytes = batch.reduce(0) { $0 + (database.memory.peek($1.cacheKey)?.byteCount ?? 0) }
+            largestBatch = max(largestBatch, batchBytes)
+            progress.update { progress in
+                progress.made += made
+                progress.failed += batch.count - made
+                progress.bytes += batchBytes
+            }
+        }
+        if Task.isCancelled { end = .cancelled }
+        let seconds = Self.seconds(clock.now - start)
+        progress.update { progress in
+            progress.state = end
+            progress.seconds = seconds
+        }
+        let ended = progress.value
+        services.model.logger.info(
+            "warm-up \(end.rawValue): \(ended.made) of \(ended.total) thumbnail variants held (\(ended.bytes / 1024) KB, \(ended.failed) failed) in \(String(format: "%.1f", seconds)) s"
+        )
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
