@@ -84,7 +84,7 @@ enum BurstBench {
         let cache = Bench.work + "/burst-cache"
         try? FileManager.default.removeItem(atPath: cache)
         let app = try Server(
-            Bench.emojiart, ["app", "--port", "0", "--gallery", gallery, "--cache-dir", cache] + flags,
+            Bench.emojiart, ["app", "--warm-up-budget", "0", "--port", "0", "--gallery", gallery, "--cache-dir", cache] + flags,
             announcing: #"open (http://[^/\s]+)"#
         )
         try await Bench.waitUntilReady(app, within: 120)

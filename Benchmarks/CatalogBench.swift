@@ -16,7 +16,7 @@ enum CatalogBench {
             let cache = Bench.work + "/catalog-cache-\(pieces)"
             try? FileManager.default.removeItem(atPath: cache)
             let app = try Server(
-                Bench.emojiart, ["app", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache],
+                Bench.emojiart, ["app", "--warm-up-budget", "0", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache],
                 announcing: #"open (http://[^/\s]+)"#
             )
             defer { app.stop() }

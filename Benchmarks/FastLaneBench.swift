@@ -16,7 +16,7 @@ enum FastLaneBench {
             let cache = Bench.work + "/lane-\(name)-cache"
             try? FileManager.default.removeItem(atPath: cache)
             return try Server(
-                Bench.emojiart, ["app", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache] + flags,
+                Bench.emojiart, ["app", "--warm-up-budget", "0", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache] + flags,
                 announcing: #"open (http://[^/\s]+)"#
             )
         }

@@ -75,7 +75,7 @@ enum HTTPBench {
         let cache = Bench.work + "/app-cache"
         try? FileManager.default.removeItem(atPath: cache)
         let app = try Server(
-            Bench.emojiart, ["app", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache],
+            Bench.emojiart, ["app", "--warm-up-budget", "0", "--port", "0", "--gallery", gallery.url, "--cache-dir", cache],
             announcing: #"open (http://[^/\s]+)"#
         )
         defer { app.stop() }

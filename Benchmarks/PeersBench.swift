@@ -50,7 +50,7 @@ enum PeersBench {
 
         // Warm: every thumbnail made and kept; wrk over the 26 URLs.
         let app = try Server(
-            Bench.emojiart, ["app", "--port", "0", "--gallery", gallery.url, "--cache-dir", Bench.work + "/peers-app-cache"],
+            Bench.emojiart, ["app", "--warm-up-budget", "0", "--port", "0", "--gallery", gallery.url, "--cache-dir", Bench.work + "/peers-app-cache"],
             announcing: #"open (http://[^/\s]+)"#
         )
         defer { app.stop() }

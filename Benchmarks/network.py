@@ -178,16 +178,120 @@ def median(values):
     return ordered[len(ordered) // 2]
 
 
+# The first visit as the issue that asked for the warm-up measured it (a fresh app at `ready`, PNG stand-ins, loopback).
+FIRST_VISIT_BEFORE = {1: 354_000, 2: 812_000}
+FIRST_VISIT_NETWORK = NETWORKS[2]
+
+
+def wait_until_ready(client):
+    while json.loads(client.get("/health")[2])["phase"] != "ready":
+        time.sleep(0.02)
+
+
+def wait_for_warm_up(client):
+    """The warm-up's progress once it ended."""
+    while True:
+        warm_up = json.loads(client.get("/stats")[2])["warmUp"]
+        if warm_up["state"] not in ("idle", "running"):
+            return warm_up
+        time.sleep(0.05)
+
+
+def visit_once(url, dpr, network, extra=()):
+    """A first visit: a new browser, its cache off, on `network`: (first screen, bytes moved scrolled to the end)."""
+    _, latency, throughput = network
+    driver = chromium(dpr, extra)
+    try:
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+        if latency:
+            driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+                "offline": False, "latency": latency, "downloadThroughput": throughput / 8, "uploadThroughput": throughput / 8})
+        driver.get(url)
+        WebDriverWait(driver, 120).until(lambda d: d.execute_script(
+            "return Array.from(document.querySelectorAll('#catalog img'))"
+            ".filter(i => i.getBoundingClientRect().top < window.innerHeight).every(i => i.complete)"))
+        first = first_screen_time(driver)
+        WebDriverWait(driver, 300).until(lambda d: d.execute_script("""
+            const waiting = Array.from(document.querySelectorAll('#catalog img')).find(i => !i.complete);
+            if (!waiting) return true;
+            waiting.scrollIntoView({block: 'center'});
+            return false;"""))
+        moved = sum(json.loads(entry["message"])["message"]["params"].get("encodedDataLength", 0)
+                    for entry in driver.get_log("performance")
+                    if json.loads(entry["message"])["message"].get("method") == "Network.loadingFinished")
+        return first, moved
+    finally:
+        driver.quit()
+
+
+def first_visit_direct(gallery_url, data, dpr, after_warm_up):
+    """A new app (a cache of its own) visited once at `ready`, or once its warm-up ended: (first screen, bytes,
+    the warm-up's seconds)."""
+    app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
+                           "--http-cache", "immutable"], r"EmojiArt: open (http://\S+)")
+    try:
+        client = Client(match.group(1))
+        wait_until_ready(client)
+        warm_up = wait_for_warm_up(client) if after_warm_up else None
+        first, moved = visit_once(match.group(1), dpr, FIRST_VISIT_NETWORK)
+        return first, moved, (wait_for_warm_up(client) if warm_up is None else warm_up)["seconds"]
+    finally:
+        stop(app)
+
+
+def first_visit_edge(data, dpr, after_warm_up):
+    """A new `emojiart cluster --tls` (two instances, nginx's cache empty) visited once, likewise."""
+    cluster, lines, _ = start(["cluster", "--port", "0", "--instances", "2", "--tls", "--work-dir", tempfile.mkdtemp(dir=data)],
+                              r"cluster: nginx pid")
+    try:
+        match = next(found for found in (re.search(r"cluster: open (https://\S+) .*spki-list=([A-Za-z0-9+/=]+)", line)
+                                         for line in lines) if found)
+        clients = [Client(found.group(1)) for found in (re.search(r"cluster: instance \d+: (http://\S+)", line) for line in lines) if found]
+        for client in clients:
+            wait_until_ready(client)
+        warm_ups = [wait_for_warm_up(client) for client in clients] if after_warm_up else None
+        first, moved = visit_once(match.group(1), dpr, FIRST_VISIT_NETWORK, ("--ignore-certificate-errors-spki-list=" + match.group(2),))
+        warm_ups = warm_ups or [wait_for_warm_up(client) for client in clients]
+        return first, moved, max(w["seconds"] for w in warm_ups)
+    finally:
+        stop(cluster)
+
+
+def first_visit_section(gallery_url, data, warm):
+    print("\n### A first visit (%s)\n" % FIRST_VISIT_NETWORK[0])
+    print("| DPR | answers | visited | first screen | vs the warm page | bytes, scrolled | vs the warm page | vs the first visit before | warm-up |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for dpr in [1, 2]:
+        for name, warm_name, visit, rounds in [("new, direct", "new, direct", first_visit_direct, 3),
+                                               ("new, edge (TLS, HTTP/2)", "new, edge (TLS, HTTP/2)", None, 1)]:
+            for after in (False, True):
+                samples = []
+                for _ in range(rounds):
+                    samples.append(visit(gallery_url, data, dpr, after) if visit else first_visit_edge(data, dpr, after))
+                first = median([f for f, _, _ in samples])
+                moved = median([m for _, m, _ in samples])
+                seconds = max(w or 0 for _, _, w in samples)
+                warm_first, warm_moved = warm[(dpr, warm_name, FIRST_VISIT_NETWORK[0])]
+                print("| %d | %s | %s | %.2f s | %.2fx | %d KB | %.2fx | %.2fx | ends %.1f s after ready |" % (
+                    dpr, name, "after the warm-up" if after else "at ready", first, first / warm_first, moved // 1000,
+                    moved / warm_moved, moved / FIRST_VISIT_BEFORE[dpr], seconds), flush=True)
+    print("\nEach a new app (a cache of its own) or cluster, visited once by a new browser, cache off, at `ready` or once the "
+          "warm-up ended (its /stats); direct rows the median of three apps. \"The warm page\": the same answers' row above "
+          "(%s). \"The first visit before\": %d KB at DPR 1, %d KB at DPR 2 (a fresh app at ready, PNG stand-ins, before the "
+          "warm-up)." % (FIRST_VISIT_NETWORK[0], FIRST_VISIT_BEFORE[1] // 1000, FIRST_VISIT_BEFORE[2] // 1000))
+
+
 def cold_first_requests(gallery_url, data, args, accept, alone):
     """Milliseconds of the first request of each catalog piece's thumbnail in a new app (its original downloaded,
     verified, the thumbnail made): one after another, or each alone (the app idle before it, every background
     encode done). Returns (median, the answers' types)."""
+    # No warm-up: a cold piece is what a request that comes before it gets.
     app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
-                           "--http-cache", "immutable", *args], r"EmojiArt: open (http://\S+)")
+                           "--http-cache", "immutable", "--warm-up-budget", "0", *args], r"EmojiArt: open (http://\S+)")
     try:
         client = Client(match.group(1))
-        while json.loads(client.get("/health")[2])["phase"] != "ready":
-            time.sleep(0.02)
+        wait_until_ready(client)
         status, _, page = client.get("/")
         paths = list(dict.fromkeys(re.findall(r'<img src="(/thumbs/\d+\?v=[^"]+)"', page.decode())))
         if status != 200 or not paths:
@@ -255,7 +359,7 @@ def main():
             cold_section(gallery_url, data)
             return
         setups = []
-        for name, extra in [("today (PNG, text as is)", ["--formats", "png", "--no-compression"]), ("new, direct", [])]:
+        for name, extra in [("today (PNG, text as is)", ["--formats", "png", "--no-compression", "--warm-up-budget", "0"]), ("new, direct", [])]:
             app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
                                    "--http-cache", "immutable", *extra], r"EmojiArt: open (http://\S+)")
             processes.append(app)
@@ -272,15 +376,18 @@ def main():
         print("| DPR | answers | network | first screen | bytes, scrolled | protocol |")
         print("|---|---|---|---|---|---|")
         anchors = {}
+        warm = {}
         for dpr in [1, 2]:
             for name, url, apps, extra in setups:
                 for network in NETWORKS:
                     first, moved, protocol = measure(url, dpr, network, apps, extra)
+                    warm[(dpr, name, network[0])] = (first, moved)
                     anchor = anchors.setdefault((dpr, network[0]), (first, moved))
                     ratio = "" if anchor == (first, moved) else " (%.2fx, %.2fx)" % (first / anchor[0], moved / anchor[1])
                     print("| %d | %s | %s | %.2f s | %d KB%s | %s |" % (dpr, name, network[0], first, moved // 1000, ratio, protocol),
                           flush=True)
         print("\nRatios against today's answers in the same run and row (first screen, bytes). " + CHROMIUM_ACCEPT_NOTE + ".")
+        first_visit_section(gallery_url, data, warm)
         cold_section(gallery_url, data)
     finally:
         for process in reversed(processes):

@@ -57,7 +57,7 @@ enum Assets {
       body { overflow-wrap: anywhere; }
       header { gap: 6px 10px; padding: 8px 10px; }
       header h1 { font-size: 16px; margin: 0; }
-      .counters { order: 3; width: 100%; gap: 8px; font-size: 12px; white-space: nowrap; overflow-x: auto; }
+      .counters { order: 3; width: 100%; gap: 8px; font-size: 12px; white-space: nowrap; overflow-x: auto; scrollbar-width: none; }
       .counters i { font-size: 0; }
       .counters i::before { content: attr(data-short); font-size: 12px; }
       .actions { margin-left: auto; gap: 6px; }
