@@ -363,13 +363,15 @@ def main():
             app, _, match = start(["app", "--port", "0", "--gallery", gallery_url, "--cache-dir", tempfile.mkdtemp(dir=data),
                                    "--http-cache", "immutable", *extra], r"EmojiArt: open (http://\S+)")
             processes.append(app)
-            setups.append((name, match.group(1), [match.group(1)], ()))
+            # The app prints its URL with the path "/": "//events" is no spelling of "/events" (404).
+            url = match.group(1).rstrip("/")
+            setups.append((name, url, [url], ()))
         # The line after the edge's address and the instances' is nginx's.
         cluster, lines, _ = start(["cluster", "--port", "0", "--instances", "2", "--tls"], r"cluster: nginx pid")
         processes.append(cluster)
         match = next(found for found in (re.search(r"cluster: open (https://\S+) .*spki-list=([A-Za-z0-9+/=]+)", line)
                                          for line in lines) if found)
-        instances = [found.group(1) for found in (re.search(r"cluster: instance \d+: (http://\S+)", line) for line in lines) if found]
+        instances = [found.group(1).rstrip("/") for found in (re.search(r"cluster: instance \d+: (http://\S+)", line) for line in lines) if found]
         setups.append(("new, edge (TLS, HTTP/2)", match.group(1), instances,
                        ("--ignore-certificate-errors-spki-list=" + match.group(2),)))
 

@@ -163,6 +163,7 @@ import TestSupport
             #expect(requests.filter { disk.contains(key: $0.cacheKey) }.count == 26, "plain sync: the 1x PNGs only")
             let report = try await Sync(model: model, variants: true).run()
             #expect(report.variants == requests.count && requests.count == 26 * services.formats.count * 2)
+            #expect(report.variantsPlanned == requests.count && report.succeeded)
             #expect(TerminalText.summary(report).contains("variants"))
             #expect(requests.allSatisfy { disk.contains(key: $0.cacheKey) }, "every variant on disk (the sync flushes)")
         }

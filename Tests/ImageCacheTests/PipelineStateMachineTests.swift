@@ -123,6 +123,10 @@ enum PlainHandles: PipelineHandles {
         for n in 0..<256 { step { $0.rememberUnreachable("http://\(n)", Failure(reason: "refused"), until: n < 200 ? 5 : 50, now: 0) } }
         step { $0.rememberUnreachable("http://new", Failure(reason: "refused"), until: 50, now: 20) }
         #expect(machine.unreachableOrigins.count == 57, "the 200 expired at 20 went")
+        // None expired, whatever the expiry: at most 1,024, the soonest to expire out first.
+        for n in 0..<1100 { step { $0.rememberUnreachable("http://long-\(n)", Failure(reason: "refused"), until: 1_000 + n, now: 20) } }
+        #expect(machine.unreachableOrigins.count == 1024)
+        #expect(machine.unreachableOrigins["http://long-1099"] != nil && machine.unreachableOrigins["http://long-0"] == nil)
         step { $0.forgetFailures() }
         #expect(machine.unreachableOrigins.isEmpty)
     }
@@ -326,13 +330,17 @@ enum PlainHandles: PipelineHandles {
         #expect(after.map(\.waiter) == [2])
         #expect(machine.stats.processing.maxBackgroundRunning == 2 && machine.stats.processing.backgroundRunning == 2)
         #expect(machine.invariantViolation() == nil, "\(machine.invariantViolation() ?? "")")
-        // Promoted while queued (somebody now waits for it): it starts as interactive work.
+        // Promoted while queued (somebody now waits for it): it starts at once, as interactive
+        // work, on the slot kept from background work; the caller of a raise must ask.
         let promoted = Self.queue(&machine, 200, .veryLow)
         machine.setPriority(.high, ofTask: promoted.task)
-        #expect(machine.stats.processing.running == 2)
-        let freed = machine.release(.processing, host: nil, slot: started[1].slot)
-        #expect(freed.map(\.waiter) == [200, 4], "the promoted one, then the background slot's next")
+        #expect(machine.invariantViolation() == "processing: queued work could start but waits")
+        #expect(machine.startPromoted().map(\.waiter) == [200])
+        #expect(machine.invariantViolation() == nil, "\(machine.invariantViolation() ?? "")")
         #expect(machine.stats.processing.backgroundRunning == 2 && machine.stats.processing.running == 3)
+        // A background slot freed: the background slot's next.
+        let freed = machine.release(.processing, host: nil, slot: started[1].slot)
+        #expect(freed.map(\.waiter) == [4])
     }
 
     @Test func raisingAWaitingTasksPriorityMovesItsWork() {

@@ -252,6 +252,24 @@ final class ThreadHoldingProcessor: ImageProcessing {
                 "four prefetches one at a time, and the shown image beside them")
     }
 
+    /// Somebody asks for an image a prefetch queued behind background work's share of the
+    /// processors: its flight is theirs now, and it starts at once on the processor left free.
+    @Test func aPrefetchSomebodyAsksForStartsAtOnce() async throws {
+        let processor = ThreadHoldingProcessor()
+        let pipeline = await Self.pipeline(count: 3, limits: .init(processing: 2))
+        let prefetcher = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache)
+        await prefetcher.startPrefetching(with: [Self.request(1, processor, .normal)])
+        await reach(processor.started, 1)
+        await prefetcher.startPrefetching(with: [Self.request(2, processor, .normal)])
+        await Self.until(pipeline) { $0.processing.queued == 1 }
+        #expect(await pipeline.schedulingStats.processing.running == 1, "the second processor is kept from background work")
+        let shown = pipeline.imageTask(with: Self.request(2, processor, .high))
+        await reach(processor.started, 2)
+        #expect(processor.startOrder == ["piece-1", "piece-2"])
+        processor.allow(10)
+        _ = try await shown.image
+    }
+
     /// An awaited prefetch returns once its images are where the prefetcher keeps them: on disk
     /// (and not in memory, which is left to what is shown) for `.diskCache`, in memory for
     /// `.memoryCache`. Prefetching what is held asks nothing and counts no hit.

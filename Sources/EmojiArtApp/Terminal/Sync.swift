@@ -11,9 +11,12 @@ public struct Sync: Sendable {
         public var progress: VerificationProgress
         /// Distinct thumbnails made or found (the feed lists each piece three times).
         public var thumbnails: Int
-        /// With ``Sync/variants``: the thumbnail variants made or found (every offered format at
-        /// 1x and 2x of each verified piece, as the app's warm-up makes them); `nil` without.
+        /// With ``Sync/variants``: the thumbnail variants made or found (every format this machine
+        /// can write at 1x and 2x of each verified piece, as the app's warm-up makes them with its
+        /// default `--formats`); `nil` without.
         public var variants: Int?
+        /// With ``Sync/variants``: how many were planned; fewer made fails the sync.
+        public var variantsPlanned: Int?
         /// The cache's counters at the end.
         public var stats: ImagePipeline.Stats
         /// Wall time.
@@ -33,7 +36,9 @@ public struct Sync: Sendable {
         /// Success means every present image verified: no mismatch, no failure and nothing
         /// missing from the cache offline (missing pieces are expected: the gallery never has 0,
         /// 10 and 20).
-        public var succeeded: Bool { progress.mismatched == 0 && progress.failed == 0 && progress.notCached == 0 }
+        public var succeeded: Bool {
+            progress.mismatched == 0 && progress.failed == 0 && progress.notCached == 0 && variants == variantsPlanned
+        }
     }
 
     /// The model doing the work.
@@ -75,16 +80,21 @@ public struct Sync: Sendable {
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
-        var variantCount: Int?
+        var (variantCount, variantsPlanned): (Int?, Int?) = (nil, nil)
         if variants {
             let formats = AppConfiguration.offered(ServedFormat.allCases).filter { Imaging().canEncode($0.output) }
             let processors = AppServices.processors(boxes: [.thumbs: thumbnailSize], formats: formats)
             let requests = WarmUp.plan(entries, model: model, processors: processors, formats: formats).flatMap(\.requests)
+            variantsPlanned = requests.count
+            // At most 64 asked at once: a catalog of thousands stays within the stages' queues.
             variantCount = await withTaskGroup(of: Bool.self) { group in
-                for request in requests {
+                var made = 0
+                for (index, request) in requests.enumerated() {
+                    if index >= 64, let done = await group.next() { made += done ? 1 : 0 }
                     group.addTask { (try? await model.database.image(for: request)) != nil }
                 }
-                return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                for await done in group { made += done ? 1 : 0 }
+                return made
             }
         }
         // Answers do not wait for their disk writes: the report (and the process's exit) does.
@@ -93,6 +103,7 @@ public struct Sync: Sendable {
             progress: progress,
             thumbnails: thumbnails,
             variants: variantCount,
+            variantsPlanned: variantsPlanned,
             stats: await model.database.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },

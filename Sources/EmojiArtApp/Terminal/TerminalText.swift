@@ -43,7 +43,7 @@ public enum TerminalText {
             ("changed", "\(stats.refreshed)"),
             ("time", String(format: "%.2f s", seconds)),
         ]
-        if let variants = report.variants { rows.insert(("variants", "\(variants)"), at: 5) }
+        if let variants = report.variants { rows.insert(("variants", "\(variants) of \(report.variantsPlanned ?? variants)"), at: 5) }
         if report.progress.notCached > 0 { rows.insert(("not cached", "\(report.progress.notCached)"), at: 4) }
         if stats.staleAnswers > 0 { rows.append(("stale answers", "\(stats.staleAnswers)")) }
         if stats.corruptEntries > 0 { rows.append(("dropped", "\(stats.corruptEntries)")) }

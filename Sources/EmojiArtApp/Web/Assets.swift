@@ -51,8 +51,9 @@ enum Assets {
     code { background: #f0f0f6; padding: 1px 5px; border-radius: 4px; }
     .placeholder.large { width: 330px; height: 600px; }
     .counters i { font-style: normal; }
-    /* A phone (320-430 px wide): nothing wider than the window, the counters on one line under short labels,
-       two cards a row with the art filling its box, the buttons on their own row. */
+    /* A phone (320-430 px wide): nothing wider than the window, the counters on one line under short labels
+       (scrolled sideways within the toolbar when they do not fit), two cards a row with the art filling its
+       box, the buttons beside the title. */
     @media (max-width: 600px) {
       body { overflow-wrap: anywhere; }
       header { gap: 6px 10px; padding: 8px 10px; }

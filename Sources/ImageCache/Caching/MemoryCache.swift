@@ -146,9 +146,13 @@ public final class MemoryCache: Sendable {
         storage.withLock { ($0.writing.count, $0.writingBytes, $0.maxWritingBytes) }
     }
 
-    /// Removes the image for `key`, if any.
+    /// Removes the image for `key`, if any, including one held for its disk write (whose bytes
+    /// stay counted as waiting until the write ends).
     public func remove(forKey key: String) {
-        storage.withLock { _ = $0.images.removeValue(forKey: key) }
+        storage.withLock { storage in
+            storage.images.removeValue(forKey: key)
+            storage.writing[key] = nil
+        }
     }
 
     /// Removes every image (what is known of originals stays: it is no image, and still true;

@@ -115,7 +115,14 @@ public struct HTTPImageFetcher: ImageFetching {
             if let declared = response.headers.first(name: "content-length").flatMap(Int.init), declared > maxBodySize {
                 throw ImagePipeline.Error.bodyTooLarge(limit: maxBodySize, url: url)
             }
-            let body = try await response.body.collect(upTo: maxBodySize, by: bodyDeadline)
+            var body = try await response.body.collect(upTo: maxBodySize, by: bodyDeadline)
+            // A body of one chunk can be a slice of a larger read buffer, which the image would
+            // keep alive whole while memory counts only its bytes: then one tight copy.
+            if body.storageCapacity > body.readableBytes + body.readableBytes / 4 + 4096 {
+                var tight = ByteBufferAllocator().buffer(capacity: body.readableBytes)
+                tight.writeImmutableBuffer(body)
+                body = tight
+            }
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
             let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
             return .fetched(Image(buffer: body, contentType: contentType, cacheHeaders: headers))

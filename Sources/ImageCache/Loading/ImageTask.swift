@@ -59,7 +59,7 @@ public final class ImageTask: Sendable, Hashable {
                 let (priority, node) = state.value.withLock { ($0.priority, $0.node) }
                 guard let node else { return }
                 pipeline.machine.setPriority(priority, ofTask: node)
-                pipeline.changed()
+                pipeline.priorityMayHaveRisen()
             }
         }
     }

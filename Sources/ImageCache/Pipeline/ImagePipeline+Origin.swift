@@ -15,20 +15,14 @@ extension ImagePipeline {
         if let expected = request.expectedSHA256, let held = stale?.originalSHA256, held != expected { validators = nil }
         let origin = request.url.originKey
         // An origin nobody could connect to a moment ago is not asked again yet (one memory of
-        // failures, the machine's, for keys and origins alike).
-        if let (remembered, until) = machine.unreachable(origin, now: clock.now) {
-            let reason: String
-            if case let .originUnreachable(_, why) = remembered.error {
-                reason = "\(why); not asking \(origin) again for \((until - clock.now).formatted(.units(allowed: [.seconds, .milliseconds])))"
-            } else {
-                reason = "not asking \(origin) again yet"
-            }
-            throw ImagePipeline.Error.originUnreachable(url: request.url.absoluteString, reason: reason)
-        }
+        // failures, the machine's, for keys and origins alike): not queued for, and, found so
+        // while this waited for its slot, not asked either.
+        if let refusal = unreachableRefusal(origin, url: request.url.absoluteString) { throw refusal }
         let fetched: (OriginResponse, Date, Date)
         do {
             fetched = try await run(.download, for: id, host: origin) { [io, validators] in
-                try await io.fetch(request, revalidating: validators)
+                if let refusal = self.unreachableRefusal(origin, url: request.url.absoluteString) { throw refusal }
+                return try await io.fetch(request, revalidating: validators)
             }
         } catch let error as ImagePipeline.Error {
             if case .originUnreachable = error {
@@ -74,6 +68,19 @@ extension ImagePipeline {
             io.memory.rememberOriginal(digest, forKey: request.cacheKey)
         }
         return ImageResponse(image: image, source: .network)
+    }
+
+    /// The error for a request to `origin` while it is remembered unreachable, saying why and for
+    /// how long more; `nil` when it may be asked.
+    func unreachableRefusal(_ origin: String, url: String) -> ImagePipeline.Error? {
+        guard let (remembered, until) = machine.unreachable(origin, now: clock.now) else { return nil }
+        let reason: String
+        if case let .originUnreachable(_, why) = remembered.error {
+            reason = "\(why); not asking \(origin) again for \((until - clock.now).formatted(.units(allowed: [.seconds, .milliseconds])))"
+        } else {
+            reason = "not asking \(origin) again yet"
+        }
+        return .originUnreachable(url: url, reason: reason)
     }
 
     /// Makes a variant from its original, which is a request of its own (fetched once, and read

@@ -128,7 +128,7 @@ public final class ImagePipeline {
             case let .fail(remembered):
                 throw remembered.error
             case let .join(id, member):
-                changed()  // the flight's priority may have risen
+                priorityMayHaveRisen()
                 if let response = try await wait(flight: id, member: member, joining: caller.countsHits) { return response }
             case let .lead(id, member):
                 // A flight of this key may have ended since the front door looked (its look and

@@ -194,6 +194,13 @@ extension PipelineStateMachine {
         return startRunnable(stage)
     }
 
+    /// After a flight's priority rose (a task raised, a caller of higher priority joined): queued
+    /// background work that is background no more may start on a slot kept from background work.
+    /// - Returns: the entries started: resume their waiters and cancel their deadlines.
+    mutating func startPromoted() -> [Entry] {
+        startRunnable(.processing)
+    }
+
     /// Starts the best runnable queued work of `stage` while slots are free.
     private mutating func startRunnable(_ stage: Stage) -> [Entry] {
         var started: [Entry] = []

@@ -286,10 +286,14 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
         unreachableOrigins.removeAll()
     }
 
-    /// Remembers until `until` that no connection could be made to `origin`; past 256 origins,
-    /// those expired at `now` are forgotten first (a crawl of dead hosts cannot grow it for ever).
+    /// Remembers until `until` that no connection could be made to `origin`. Past 256 origins,
+    /// those expired at `now` are forgotten first, and past 1,024 the one that expires soonest:
+    /// a crawl of dead hosts cannot grow it for ever, whatever the expiry.
     mutating func rememberUnreachable(_ origin: String, _ failure: Failure, until: Instant, now: Instant) {
         if unreachableOrigins.count >= 256 { unreachableOrigins = unreachableOrigins.filter { now < $0.value.until } }
+        if unreachableOrigins.count >= 1024, let soonest = unreachableOrigins.min(by: { $0.value.until < $1.value.until })?.key {
+            unreachableOrigins[soonest] = nil
+        }
         unreachableOrigins[origin] = (failure, until)
     }
 

@@ -9,7 +9,7 @@ extension ImagePipeline {
     /// | stage | runs on | default |
     /// |---|---|---|
     /// | origin downloads | AsyncHTTPClient's event loops | 8 in total, 6 per host |
-    /// | processing (decode, resize, encode; hashing of large payloads) | the pipeline's own worker threads | one per core |
+    /// | processing (decode, resize, encode; hashing of large payloads) | the pipeline's own worker threads | one per core; background work at most one fewer |
     /// | disk reads (with the integrity checks) | Swift's global executor, off the actor | half the cores, at least 1 |
     /// | disk writes (with `fsync`) | the pipeline's own I/O threads | 2 |
     ///
@@ -27,8 +27,10 @@ extension ImagePipeline {
         public var processing: Int
         /// Processors running background work (below ``ImageRequest/Priority/normal``: prefetches,
         /// better formats made ahead, refreshes) at once: by default one fewer than
-        /// ``processing`` (at least 1), so a request somebody waits for finds a processor within
-        /// one image's time however much background work is queued.
+        /// ``processing`` (at least 1: on one core background work may take the one), so with two
+        /// or more a request somebody waits for finds a processor within one image's time however
+        /// much background work is queued. A slot counts as background by the priority its work
+        /// started with.
         public var backgroundProcessing: Int
         /// Disk reads at once.
         public var diskReads: Int

@@ -59,6 +59,12 @@ extension ImagePipeline {
         resume(machine.release(stage, host: host, slot: slot))
     }
 
+    /// A flight's priority may have risen: queued work it has may start now on a processor kept
+    /// from background work (``Limits/backgroundProcessing``).
+    func priorityMayHaveRisen() {
+        resume(machine.startPromoted())
+    }
+
     private func resume(_ started: [Machine.Entry]) {
         for entry in started {
             entry.deadline?.cancel()

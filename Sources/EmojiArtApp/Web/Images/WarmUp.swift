@@ -11,14 +11,16 @@ import ServiceLifecycle
 ///
 /// - **Background work through the one background queue.** Each variant is a request at
 ///   ``ImageRequest/Priority/veryLow`` through ``ImagePrefetcher`` (into memory, then disk), in the
-///   pipeline's stages and flights: a request somebody waits for goes first and, at most
-///   `cores - 1` processors doing background work, always finds one free
-///   (``ImagePipeline/Limits/backgroundProcessing``); a request of a variant being made joins its
-///   flight. `ready` does not wait for it.
+///   pipeline's stages and flights: a request somebody waits for goes first and, background work
+///   taking at most `cores - 1` processors (``ImagePipeline/Limits/backgroundProcessing``; on one
+///   core, the one), finds one free; a request of a variant being made joins its flight, which
+///   then starts at once. `ready` does not wait for it.
 /// - **Bounded.** Only the verified pieces of an authenticated feed; at most ``budget`` bytes of
-///   variants, and never past the disk's size limit less the largest batch twice, so it never
-///   evicts an entry somebody asked for (a catalog of thousands warms its first pages). A new
-///   feed edition cancels it (its requests not started are withdrawn) and starts its own.
+///   variants and half the memory cache's byte limit (so it takes no more than half of what
+///   memory holds), and never past the disk's size limit less what waits to be written and twice
+///   the largest batch, so it never evicts from disk an entry somebody asked for (a catalog of
+///   thousands warms its first pages). A new feed edition cancels it (its requests not started
+///   are withdrawn) and starts its own.
 /// - **Seen.** ``progress`` (`warmUp` in `/stats` and the `stats` events, the toolbar's `warm-up`
 ///   counter): its state, the variants made of those planned, their bytes, and its seconds once
 ///   it ends.
@@ -178,12 +180,13 @@ final class WarmUp: Service, Sendable {
     func warm(_ plan: [Piece]) async {
         let clock = ContinuousClock()
         let start = clock.now
+        let database = services.database
+        let budget = min(self.budget, database.configuration.memoryCostLimit / 2)
         progress.update { progress in
             progress = Progress(state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, runs: progress.runs + 1)
         }
-        let database = services.database
         let diskLimit = database.configuration.diskSizeLimit
-        var largestBatch = 0
+        var largestBatch = 1 << 20  // a margin before the first batch is measured
         var end = Progress.State.done
         var index = 0
         while index < plan.count {
@@ -191,7 +194,8 @@ final class WarmUp: Service, Sendable {
                 end = .cancelled
                 break
             }
-            let (bytes, diskBytes) = (progress.value.bytes, database.disk?.usage.bytes ?? 0)
+            let stats = await database.stats()
+            let (bytes, diskBytes) = (progress.value.bytes, stats.diskBytes + stats.pendingWriteBytes)
             if bytes >= budget || (database.disk != nil && diskBytes + 2 * largestBatch >= diskLimit) {
                 end = .stopped
                 break
