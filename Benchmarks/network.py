@@ -242,8 +242,7 @@ def first_visit_direct(gallery_url, data, dpr, after_warm_up):
 
 def first_visit_edge(data, dpr, after_warm_up):
     """A new `emojiart cluster --tls` (two instances, nginx's cache empty) visited once, likewise."""
-    cluster, lines, _ = start(["cluster", "--port", "0", "--instances", "2", "--tls", "--work-dir", tempfile.mkdtemp(dir=data)],
-                              r"cluster: nginx pid")
+    cluster, lines, _ = start(["cluster", "--port", "0", "--instances", "2", "--tls"], r"cluster: nginx pid")
     try:
         match = next(found for found in (re.search(r"cluster: open (https://\S+) .*spki-list=([A-Za-z0-9+/=]+)", line)
                                          for line in lines) if found)

@@ -145,10 +145,11 @@ public struct Image: Sendable, Hashable {
         hasher.combine(pixelSize)
     }
 
-    /// What the image costs in memory, in bytes: its bytes, its bookkeeping, and its
+    /// What the image costs in memory, in bytes: the storage its bytes take (SwiftNIO allocates a
+    /// buffer's storage in powers of two: 17 KB of bytes take 32 KB), its bookkeeping, and its
     /// ``attachment``'s cost.
     public var cost: Int {
-        byteCount + contentType.utf8.count + (provenance == nil ? 64 : 256) + (attachment?.cost ?? 0)
+        buffer.storageCapacity + contentType.utf8.count + (provenance == nil ? 64 : 256) + (attachment?.cost ?? 0)
     }
 }
 

@@ -5,6 +5,7 @@ import Hummingbird
 import ImageCache
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 /// `GET /events`: server-sent events for the pages: `progress` while verifying, `phase` when it
 /// changes, and `stats` (``AppStats``) at once, then after a memory hit, disk hit or origin
@@ -130,6 +131,8 @@ final class EventStreamSlots: Sendable {
     let limit: Int
     /// The streams open now, live.
     let open = LiveValue(0)
+    /// The slots taken so far (counted before ``open`` changes).
+    let taken = Atomic<Int>(0)
 
     init(limit: Int) {
         self.limit = max(0, limit)
@@ -142,6 +145,7 @@ final class EventStreamSlots: Sendable {
             guard count < limit else { return }
             count += 1
             taken = true
+            self.taken.add(1, ordering: .relaxed)
         }
         return taken ? Slot(self) : nil
     }

@@ -82,16 +82,21 @@ nonisolated extension ImagePipeline {
         ImageTask(request: request, pipeline: self, countsHits: true, wantsMemory: true)
     }
 
-    /// Loads `request` for `caller`: memory, then the actor.
+    /// Loads `request` for `caller`: memory, then the actor. A request that can never be
+    /// answered is refused before anything is asked: its digest first; its URL (a look into
+    /// Foundation's parse) only on its way to the actor, as memory can hold only what was
+    /// stored under that very key.
     func response(for request: ImageRequest, as caller: Caller) async throws -> ImageResponse {
-        try Self.check(request)
+        if let digest = request.expectedSHA256, !SHA256Hex.isDigest(digest) { throw ImagePipeline.Error.invalidDigest(digest) }
         switch io.lookInMemory(request, countingHit: caller.countsHits) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request) }
             return ImageResponse(image: image, source: .memory)
         case let .stale(entry):
+            try Self.check(request)
             return try await load(request, stale: entry, as: caller)
         case .miss:
+            try Self.check(request)
             return try await load(request, stale: nil, as: caller)
         }
     }
