@@ -151,15 +151,20 @@ def servers(browser):
     # The app prints its URL with the path "/": the tests add paths that start with "/", and "//events"
     # is no spelling of "/events" (404).
     yield url.rstrip("/"), Gallery(gallery_url)
-    # Both are stopped (or killed) whatever happens to the other: a failed run leaves no process behind.
+    stop_both(app, gallery, cache, DATA_HOME)
+
+
+def stop_both(app, gallery, *directories):
+    """Stops the app and the gallery, each whatever happens to the other (a failed run leaves no process behind),
+    then removes `directories`."""
     try:
         assert stop(app) == 0
     finally:
         try:
             assert stop(gallery) == 0
         finally:
-            shutil.rmtree(cache, ignore_errors=True)
-            shutil.rmtree(DATA_HOME, ignore_errors=True)
+            for directory in directories:
+                shutil.rmtree(directory, ignore_errors=True)
 
 
 def counter(driver, name):
@@ -440,13 +445,7 @@ def warmed(browser):
         warm_up = wait_for_warm_up(app_url)
         yield app_url, warm_up
     finally:
-        try:
-            assert stop(app) == 0
-        finally:
-            try:
-                assert stop(gallery) == 0
-            finally:
-                shutil.rmtree(cache, ignore_errors=True)
+        stop_both(app, gallery, cache)
 
 
 PHONE = (400, 850)

@@ -92,14 +92,16 @@ func withVerifiedApp(
 }
 
 /// A real app server on 127.0.0.1:0 (fast lane on) against the gallery at `galleryURL`, after
-/// verification finished and, as a running app does next, its warm-up (``WarmUp``) ended: the
-/// body sees the cache as it stays (a `configure` with a `warmUpBudget` of 0 sees it unwarmed).
+/// verification finished. Without a warm-up (``WarmUp``) unless `configure` gives it a budget
+/// (then after its end and its writes): these tests are about the routes, and 156 variants made
+/// beside every one of them, in debug builds on a busy machine, took up to a minute each.
 func withVerifiedApp(
     galleryURL: URL, database: ImagePipeline, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
     configure: (inout AppConfiguration) -> Void = { _ in },
     _ body: (_ port: Int, _ database: ImagePipeline, _ services: AppServices) async throws -> Void
 ) async throws {
     var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
+    configuration.warmUpBudget = 0
     configure(&configuration)
     let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8, trust: trust)
     let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)

@@ -133,12 +133,14 @@ import GalleryFeed
             // more, it is itself the one disk hit (its original is not needed).
             let before = await database.stats()
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
+            await database.flush()  // the disk write follows the answer
             let made = await database.stats()
             #expect(made.diskHits == before.diskHits + 1 && made.diskEntries == before.diskEntries + 1)
             _ = try await client.execute(uri: "/cache/clear-memory", method: .post)
             _ = try await client.execute(uri: "/thumbs/5", method: .get) { response in
                 #expect(response.status == .ok && response.headers[.contentType] == "image/png")
             }
+            await database.flush()
             let again = await database.stats()
             #expect(again.diskHits == made.diskHits + 1 && again.originFetches == made.originFetches)
 
