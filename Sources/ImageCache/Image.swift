@@ -30,7 +30,7 @@ public struct Image: Sendable, Hashable {
         public var description: String { "\(width)x\(height)" }
     }
 
-    /// The encoded bytes (PNG, JPEG, WebP, ...), as an array: a copy of ``buffer``'s, made on
+    /// The encoded bytes (PNG, JPEG, WebP, ...), as an array: a copy of the image's buffer, made on
     /// each read. Setting them drops the ``attachment``.
     public var data: [UInt8] {
         get { Array(buffer: buffer) }
