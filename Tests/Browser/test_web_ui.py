@@ -192,6 +192,13 @@ def press(driver, button_id):
     wait_for_catalog(driver)
 
 
+def shown_thumbnails(driver):
+    """[URL, natural width, natural height] of every catalog thumbnail that loaded."""
+    return driver.execute_script("""
+        return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.naturalWidth > 0)
+            .map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight]);""")
+
+
 def loaded_thumbnails(driver):
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.complete && i.naturalWidth > 0).length")
@@ -393,9 +400,7 @@ def test_on_a_2x_screen_every_thumbnail_is_sharp_and_compact(servers):
         for view, expected in [("first", {"image/png", "image/avif", "image/webp"}), ("next", {"image/avif"})]:
             driver.get(app_url)
             wait_for_catalog(driver)
-            shown = driver.execute_script("""
-                return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.naturalWidth > 0)
-                    .map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight]);""")
+            shown = shown_thumbnails(driver)
             assert len(shown) == 78
             for url, width, height in shown:
                 # A 2x image's natural size is given in CSS pixels: half its pixels on each side.
@@ -469,9 +474,7 @@ def test_a_first_visit_after_the_warm_up_gets_avif_at_its_density(warmed, size, 
     try:
         driver.get(app_url)
         wait_for_catalog(driver)
-        shown = driver.execute_script("""
-            return Array.from(document.querySelectorAll('#catalog img')).filter(i => i.naturalWidth > 0)
-                .map(i => [i.currentSrc, i.naturalWidth, i.naturalHeight]);""")
+        shown = shown_thumbnails(driver)
         assert len(shown) == 78
         for url, width, height in shown:
             if scale == 1:
