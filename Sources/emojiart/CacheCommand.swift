@@ -91,10 +91,9 @@ struct CacheCommand: AsyncParsableCommand {
             if let app = try app.map(CacheCommand.appBase) {
                 // The app answers 303 back to a page: that is the answer; following it would
                 // render the catalog (and start its prefetches) for nothing.
-                let client = HTTPClient(
-                    eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-                    configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(2)))
-                )
+                var configuration = HTTPImageFetcher.clientConfiguration
+                configuration.redirectConfiguration = .disallow
+                let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
                 defer { _ = client.shutdown() }
                 for (wanted, path) in [(clearMemory, "/cache/clear-memory"), (clearDisk, "/cache/clear-disk")] where wanted {
                     var request = HTTPClientRequest(url: app + path)

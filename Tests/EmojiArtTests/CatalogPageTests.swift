@@ -18,8 +18,9 @@ import TestSupport
     ) async throws -> T {
         try await withGallery(catalog: catalog) { galleryURL, database in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
-            // The app's default check interval: a load within it asks the gallery nothing.
-            let model = makeModel(galleryURL, database, feedCheckInterval: .seconds(30))
+            // Longer than a test here takes on a loaded machine: a load within it asks the gallery
+            // nothing (a check would make a new edition of the pages: the feed, "revalidated").
+            let model = makeModel(galleryURL, database, feedCheckInterval: .seconds(3600))
             let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
             await model.loadAndVerify()
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))

@@ -118,6 +118,8 @@ import TestSupport
             let first = try await pipeline.response(for: request)
             #expect(first.source == .network && first.image.data == payload(3))
             #expect(try await pipeline.response(for: request).source == .memory)
+            // Until its write ends, memory holds the image for the disk (and answers with it).
+            await pipeline.flush()
             await pipeline.clearMemory()
             let fromDisk = try await pipeline.response(for: request)
             #expect(fromDisk.source == .disk && fromDisk.image.data == payload(3))

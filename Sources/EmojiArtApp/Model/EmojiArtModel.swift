@@ -235,15 +235,16 @@ public actor EmojiArtModel {
         authenticator = FeedAuthenticator(galleryURL: galleryURL, galleryOrigin: galleryOrigin, trust: trust, client: client, now: now)
     }
 
-    /// The HTTP client for a gallery: AsyncHTTPClient's defaults (as
-    /// `HTTPImageFetcher.defaultClient`), but a redirect is not followed. A gallery serves its
+    /// The HTTP client for a gallery: `HTTPImageFetcher.clientConfiguration` (a dead gallery
+    /// reports at once), but a redirect is not followed. A gallery serves its
     /// feed, its key and its images itself; a redirect would let it send the app to any URL (another
     /// host, a port of this machine), past the check that every image is at the gallery's origin.
     /// A redirect is an error that names its status.
-    public static let galleryClient = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-        configuration: .init(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(2)))
-    )
+    public static let galleryClient: HTTPClient = {
+        var configuration = HTTPImageFetcher.clientConfiguration
+        configuration.redirectConfiguration = .disallow
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     /// The most entries a feed may list: a larger one is refused whole (``Error/invalidFeed(url:reason:)``).
     /// Every catalog page lists every entry, so a gallery (or whoever answers at first contact)

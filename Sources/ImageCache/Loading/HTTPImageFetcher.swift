@@ -21,7 +21,7 @@ import NIOPosix
 /// ``ImagePipeline/Limits/downloads`` and ``ImagePipeline/Limits/downloadsPerHost`` (8 and 6, within
 /// the client's 8 connections per host) are the one place downloads are limited, and its queues
 /// wait as long as a burst takes. Used alone, keep a burst within the client's connections:
-/// AsyncHTTPClient bounds a request's wait for a pooled connection by the connect timeout (2 s).
+/// AsyncHTTPClient bounds a request's wait for a pooled connection by the connect timeout (10 s).
 public struct HTTPImageFetcher: ImageFetching {
     /// The client; ``defaultClient`` unless one is given.
     public let client: HTTPClient
@@ -30,13 +30,22 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
 
-    /// The process-wide client fetchers share by default: like `HTTPClient.shared`, but with a
-    /// 2-second connect timeout. AsyncHTTPClient retries a refused connection until the connect
-    /// timeout, so with its 10-second default a dead server would take that long to report.
-    public static let defaultClient = HTTPClient(
-        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-        configuration: .init(timeout: .init(connect: .seconds(2)))
-    )
+    /// The process-wide client fetchers share by default: `HTTPClient.shared`'s settings but
+    /// ``clientConfiguration``'s connection attempts.
+    public static let defaultClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
+
+    /// How the clients of this package and of the EmojiArt app connect: AsyncHTTPClient's
+    /// defaults (a 10-second connect timeout), except that a connection attempt that fails (the
+    /// port is closed, the host unreachable) fails the requests waiting for it at once, instead
+    /// of being retried until the connect timeout. A dead server reports at once, and the
+    /// pipeline, not the client, decides when to ask it again
+    /// (``ImagePipeline/Configuration/unreachableOriginExpiry``); a connection that is merely
+    /// slow to open (a far server, a loaded machine) still has the whole connect timeout.
+    public static var clientConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
 
     /// Creates a fetcher.
     public init(

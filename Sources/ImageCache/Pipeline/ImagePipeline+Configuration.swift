@@ -31,7 +31,7 @@ extension ImagePipeline {
         public var transientFailureExpiry: Duration
         /// How long an origin no connection could be made to is not asked again, for any of its
         /// images (``Error/originUnreachable(url:reason:)``): a cache with stale entries answers
-        /// at once instead of each request waiting out the connect timeout. Default 2 s.
+        /// at once instead of each request trying to connect again. Default 2 s.
         public var unreachableOriginExpiry: Duration
         /// How many of each stage run at once, and how long work may wait.
         public var limits: Limits

@@ -21,7 +21,7 @@ extension ImagePipeline {
         /// Origin requests at once to one host (scheme, host and port). With
         /// ``HTTPImageFetcher/defaultClient``, keep it at 8 or below: that client opens at most 8
         /// connections to a host, and a request waiting inside it for a connection fails once
-        /// the connect timeout (2 s) passes, where the pipeline's own queue would have waited.
+        /// the connect timeout (10 s) passes, where the pipeline's own queue would have waited.
         public var downloadsPerHost: Int
         /// Processors running at once; also the number of worker threads.
         public var processing: Int
