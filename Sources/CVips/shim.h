@@ -39,6 +39,11 @@ static inline int cvips_resize(VipsImage *in, VipsImage **out, double hscale, do
     return vips_resize(in, out, hscale, "vscale", vscale, "kernel", VIPS_KERNEL_LANCZOS3, NULL);
 }
 
+/// A thumbnail of an image in memory that fits inside width x height, never upscaled.
+static inline int cvips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_DOWN, NULL);
+}
+
 /// Multiplies colour by alpha (the result is float).
 static inline int cvips_premultiply(VipsImage *in, VipsImage **out) {
     return vips_premultiply(in, out, NULL);
@@ -82,8 +87,9 @@ static inline int cvips_pngsave_buffer(VipsImage *in, void **buf, size_t *len, i
     return vips_pngsave_buffer(in, buf, len, "compression", compression, "filter", filter, "strip", TRUE, NULL);
 }
 
-static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality) {
-    return vips_webpsave_buffer(in, buf, len, "Q", quality, "smart_subsample", TRUE, "strip", TRUE, NULL);
+/// Lossy WebP; `sharp_yuv` turns on libwebp's sharp (smart) RGB to YUV conversion.
+static inline int cvips_webpsave_buffer(VipsImage *in, void **buf, size_t *len, int quality, int sharp_yuv) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "smart_subsample", sharp_yuv ? TRUE : FALSE, "strip", TRUE, NULL);
 }
 
 /// AVIF: AV1 in HEIF, 8 bits, 4:2:0 chroma unless `quality` is high. `effort` 0 (fastest) to 9.

@@ -28,24 +28,13 @@ extension Imaging {
 
     /// Makes a thumbnail that fits inside `width` x `height`; see ``thumbnail(_:fitting:format:)``.
     public func thumbnail(_ data: [UInt8], width: Int, height: Int, format: OutputFormat = .png) throws(Error) -> EncodedImage {
-        guard (1...10_000).contains(width), (1...10_000).contains(height) else {
-            throw .invalidArgument("thumbnail box \(width)x\(height) must be 1...10000 on each side")
-        }
-        if case let .webp(quality) = format, !(1...100).contains(quality) {
-            throw .invalidArgument("WebP quality \(quality) must be 1...100")
-        }
-        if case let .jpeg(quality) = format, !(1...100).contains(quality) {
-            throw .invalidArgument("JPEG quality \(quality) must be 1...100")
-        }
-        if case let .avif(quality, effort) = format, !(1...100).contains(quality) || !(0...9).contains(effort) {
-            throw .invalidArgument("AVIF quality \(quality) must be 1...100 and effort \(effort) 0...9")
-        }
+        try Self.check(width: width, height: height, format: format)
         return try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
             let info = try probe(bytes)
             let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
             let image: VipsImage
             if let premultiplied = try premultipliedThumbnail(bytes, info: info, width: width, height: height, failure: corrupt) {
-                image = premultiplied
+                image = try Self.straight(premultiplied, failure: corrupt)
             } else {
                 let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
                 image = try VipsImage.make("thumbnail", failure: corrupt) {
@@ -58,9 +47,26 @@ extension Imaging {
         }
     }
 
-    /// The premultiply-in-8-bit path (see ``thumbnail(_:fitting:format:)``), or `nil` when the
-    /// input is not for it: JPEG and WebP (shrink-on-load is faster), no alpha or other pixel
-    /// formats, or no downscaling.
+    /// Refuses a box or encoder setting out of range.
+    static func check(width: Int, height: Int, format: OutputFormat) throws(Error) {
+        guard (1...10_000).contains(width), (1...10_000).contains(height) else {
+            throw .invalidArgument("thumbnail box \(width)x\(height) must be 1...10000 on each side")
+        }
+        if case let .webp(quality, _) = format, !(1...100).contains(quality) {
+            throw .invalidArgument("WebP quality \(quality) must be 1...100")
+        }
+        if case let .jpeg(quality) = format, !(1...100).contains(quality) {
+            throw .invalidArgument("JPEG quality \(quality) must be 1...100")
+        }
+        if case let .avif(quality, effort) = format, !(1...100).contains(quality) || !(0...9).contains(effort) {
+            throw .invalidArgument("AVIF quality \(quality) must be 1...100 and effort \(effort) 0...9")
+        }
+    }
+
+    /// The premultiply-in-8-bit path (see ``thumbnail(_:fitting:format:)``) up to the resize:
+    /// the thumbnail's pixels still premultiplied, in 8 bits; `nil` when the input is not for it:
+    /// JPEG and WebP (shrink-on-load is faster), no alpha or other pixel formats, or no
+    /// downscaling.
     func premultipliedThumbnail(
         _ bytes: UnsafeRawBufferPointer, info: ImageInfo, width: Int, height: Int, failure: @escaping (String) -> Error
     ) throws(Error) -> VipsImage? {
@@ -73,13 +79,10 @@ extension Imaging {
         let input = VipsImage(loaded)
         guard input.isEightBitRGB, input.hasAlpha else { return nil }
         let (targetWidth, targetHeight) = Self.fittedSize(width: info.width, height: info.height, boxWidth: width, boxHeight: height)
-        let premultiplied = try VipsImage.make("premultiply", failure: failure) { cvips_premultiply(input.pointer, $0) }
-        let eightBit = try VipsImage.make("cast", failure: failure) { cvips_cast_uchar(premultiplied.pointer, $0) }
-        let resized = try VipsImage.make("resize", failure: failure) {
+        let eightBit = try Self.premultipliedEightBit(input, failure: failure)
+        return try VipsImage.make("resize", failure: failure) {
             cvips_resize(eightBit.pointer, $0, Double(targetWidth) / Double(info.width), Double(targetHeight) / Double(info.height))
         }
-        let straight = try VipsImage.make("unpremultiply", failure: failure) { cvips_unpremultiply(resized.pointer, $0) }
-        return try VipsImage.make("cast", failure: failure) { cvips_cast_uchar(straight.pointer, $0) }
     }
 }
 

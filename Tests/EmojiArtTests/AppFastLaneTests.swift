@@ -61,7 +61,7 @@ import GalleryFeed
     func everyAnswerIsTheRoutesAnswer(mode: HTTPCacheMode) async throws {
         try await withTwins(mode) { twins in
             let file = try #require(twins.services.model.feedByPiece.value[5])
-            let version = AppServices.version(file, box: 200, formats: twins.services.formats)
+            let version = twins.services.version(file, route: .thumbs, density: 1)
             // (path, method, fields, answered by the lane?) in order: the first of a variant is a
             // miss there (passed on) and a hit on the plain server, which asks second.
             // "ETAG" stands for the ETag of the first answer.
@@ -118,7 +118,7 @@ import GalleryFeed
             ]
             if mode == .immutable {
                 cases += [("/thumbs/5?v=\(version)", "GET", [], true), ("/thumbs/5?v=0000000000000000", "GET", [], false)]
-                let twice = AppServices.version(file, box: 400, formats: twins.services.formats)
+                let twice = twins.services.version(file, route: .thumbs, density: 2)
                 cases += [("/thumbs/2x/5?v=\(twice)", "GET", ["Accept: image/webp"], true), ("/thumbs/2x/5?v=\(version)", "GET", [], false)]
             }
             // A format other than PNG is made in the background (its first request gets another

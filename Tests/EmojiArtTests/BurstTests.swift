@@ -13,7 +13,7 @@ import TestSupport
         let catalog = try ArtCatalog(pieces: 500)
         let limits = ImagePipeline.Limits(downloads: 8, downloadsPerHost: 6, processing: 2, diskWrites: 2)
         try await withGallery(catalog: catalog, loader: .init(limits: limits)) { galleryURL, database in
-            let thumbnail = ThumbnailProcessor(size: 200)
+            let thumbnail = ThumbnailProcessor.catalogThumbnail(size: 200)
             let results = await withTaskGroup(of: (Int, Result<Image, any Error>).self) { group in
                 for piece in 0..<500 {
                     let url = URL(string: "gallery/image?\(piece)", relativeTo: galleryURL)!.absoluteURL

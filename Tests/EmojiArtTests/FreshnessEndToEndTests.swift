@@ -103,7 +103,7 @@ import TestSupport
             let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
             let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
             try await model.loadImages()
-            let thumbnail = ThumbnailProcessor(size: 200)
+            let thumbnail = ThumbnailProcessor.catalogThumbnail(size: 200)
             func thumbnails(_ pieces: [Int]) async throws -> [Int: [UInt8]] {
                 var result: [Int: [UInt8]] = [:]
                 for piece in pieces {
@@ -216,7 +216,7 @@ import TestSupport
             let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
             await database.setUp()
             database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5")
-            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor(size: 200).identifier)
+            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor.catalogThumbnail(size: 200).identifier)
             let before = try await counts(gallery)
             clock.advance(by: 86_400)
             let offline = try await sync(gallery, offline: true)

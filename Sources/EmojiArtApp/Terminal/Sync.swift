@@ -48,15 +48,19 @@ public struct Sync: Sendable {
     /// Whether to make every verified piece's thumbnail in every format this machine can
     /// write at 1x and 2x too, as the app's warm-up does (`--variants`).
     public let variants: Bool
-    private let thumbnailSize: Int
+    private let formats: [ServedFormat]
+    private let processors: [VariantKind: ThumbnailProcessor]
 
     /// Creates a sync over `model` fetching `thumbnailSize` thumbnails, and with `variants` the
     /// app's thumbnail variants.
     public init(model: EmojiArtModel, thumbnailSize: Int = 200, variants: Bool = false) {
         self.model = model
-        self.thumbnailSize = thumbnailSize
         self.variants = variants
-        thumbnail = ThumbnailProcessor(size: thumbnailSize)
+        // The app's processors (the same keys, so the app finds what sync made), sharing each
+        // original's shrink: the 1x PNG, and with `variants` every format at 1x and 2x.
+        formats = variants ? AppConfiguration.offered(ServedFormat.allCases).filter { Imaging().canEncode($0.output) } : [.png]
+        processors = AppServices.processors(boxes: [.thumbs: thumbnailSize], formats: formats)
+        thumbnail = processors[VariantKind(route: .thumbs, density: 1, format: .png)]!
     }
 
     /// Runs the sync. `onProgress` is called with each progress update.
@@ -82,8 +86,6 @@ public struct Sync: Sendable {
         }
         var (variantCount, variantsPlanned): (Int?, Int?) = (nil, nil)
         if variants {
-            let formats = AppConfiguration.offered(ServedFormat.allCases).filter { Imaging().canEncode($0.output) }
-            let processors = AppServices.processors(boxes: [.thumbs: thumbnailSize], formats: formats)
             let requests = WarmUp.plan(entries, model: model, processors: processors, formats: formats).flatMap(\.requests)
             variantsPlanned = requests.count
             // At most 64 asked at once: a catalog of thousands stays within the stages' queues.

@@ -59,13 +59,19 @@ struct AppServices: Sendable {
         [statsBroadcast] + (warmUpBudget > 0 ? [WarmUp(services: self)] : []) + [WritesAtShutdown(database: database)]
     }
 
-    /// Makes the processors of `boxes` at every density in `formats`.
+    /// Makes the processors of `boxes` at every density in `formats`. They share one
+    /// ``ShrunkOriginals``: each original is decoded and shrunk once, to its route's largest
+    /// box (the 2x), and each variant is made from those pixels.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
         var processors: [VariantKind: ThumbnailProcessor] = [:]
+        let shrinks = ShrunkOriginals()
         for (route, box) in boxes {
+            let shrinkBox = box * VariantKind.densities.max()!
             for density in VariantKind.densities {
                 for format in formats {
-                    processors[VariantKind(route: route, density: density, format: format)] = ThumbnailProcessor(size: box * density, format: format.output)
+                    processors[VariantKind(route: route, density: density, format: format)] = ThumbnailProcessor(
+                        size: box * density, format: format.output(density: density), shrinkBox: shrinkBox, sharing: shrinks
+                    )
                 }
             }
         }
@@ -88,13 +94,18 @@ struct AppServices: Sendable {
     }
 
     /// The `v=` of piece `file`'s variant in ``HTTPCacheMode/immutable`` URLs: 16 hex digits of
-    /// the SHA-256 of the original's checksum, the variant's box (the route's box times the
-    /// density) and the encoder settings of every format offered, so a new original, another
-    /// box or other settings give a new URL, known before the variant is made. One URL serves
-    /// every offered format, by `Accept`.
-    static func version(_ file: ImageFile, box: Int, formats: [ServedFormat]) -> String {
-        let encodings = formats.map(\.output.description).joined(separator: ",")
-        return String(SHA256Hex.digest(Array("\(file.checksum)\nthumbnail-\(box)\n\(encodings)".utf8)).prefix(16))
+    /// the SHA-256 of the original's checksum and the identifiers of the variant's processors in
+    /// every format offered (box, the box shrunk to first, encoder settings), so a new original,
+    /// another box or other settings give a new URL, known before the variant is made. One URL
+    /// serves every offered format, by `Accept`.
+    static func version(_ file: ImageFile, processors: [ThumbnailProcessor]) -> String {
+        let identifiers = processors.map(\.identifier).joined(separator: ",")
+        return String(SHA256Hex.digest(Array("\(file.checksum)\n\(identifiers)".utf8)).prefix(16))
+    }
+
+    /// The `v=` of `file`'s variant of `route` at `density`, with this app's processors.
+    func version(_ file: ImageFile, route: ImageRoute, density: Int) -> String {
+        Self.version(file, processors: formats.compactMap { processors[VariantKind(route: route, density: density, format: $0)] })
     }
 
     /// The path and query of `file`'s variant of `route` at `density` in this mode
@@ -123,12 +134,10 @@ struct AppServices: Sendable {
         guard let checksum = model.feedByPiece.read({ $0[number]?.checksum }) else { return nil }
         let key = ServedVariants.Key(piece: number, kind: kind)
         if let entry = variants.entry(key, checksum: checksum) { return entry }
-        guard let file = model.feedByPiece.value[number], let processor = processors[kind], let box = boxes[kind.route] else { return nil }
+        guard let file = model.feedByPiece.value[number], let processor = processors[kind] else { return nil }
         var request = model.imageRequest(file, processor: processor)
         request.priority = .high
-        let variant = ServedVariant(
-            key: key, checksum: file.checksum, request: request, version: Self.version(file, box: box * kind.density, formats: formats)
-        )
+        let variant = ServedVariant(key: key, checksum: file.checksum, request: request, version: version(file, route: kind.route, density: kind.density))
         variants.add(variant, for: key)
         return ServedVariants.Entry(variant: variant)
     }

@@ -54,7 +54,7 @@ final class VipsImage {
         let status: Int32
         switch format {
         case .png: status = cvips_pngsave_buffer(pointer, &buffer, &length, png.compression, Int32(png.filter.rawValue))
-        case let .webp(quality): status = cvips_webpsave_buffer(pointer, &buffer, &length, Int32(quality))
+        case let .webp(quality, sharpYUV): status = cvips_webpsave_buffer(pointer, &buffer, &length, Int32(quality), sharpYUV ? 1 : 0)
         case let .jpeg(quality): status = cvips_jpegsave_buffer(pointer, &buffer, &length, Int32(quality))
         case let .avif(quality, effort): status = cvips_avifsave_buffer(pointer, &buffer, &length, Int32(quality), Int32(effort))
         }

@@ -1,0 +1,55 @@
+@testable import EmojiArtApp
+import ImageCache
+import Imaging
+import Testing
+
+/// The app's processors share each original's one decode and shrink, and a variant's bytes do
+/// not depend on which variant was asked for first.
+@Suite struct ThumbnailProcessorTests {
+    static func art(_ emoji: String) throws -> ImageCache.Image {
+        ImageCache.Image(data: try ArtRenderer().render(emoji: emoji, palette: .redToYellow), contentType: "image/png")
+    }
+
+    static func kinds(_ processors: [VariantKind: ThumbnailProcessor]) -> [VariantKind] {
+        processors.keys.sorted { ($0.density, $0.format.rawValue) < ($1.density, $1.format.rawValue) }
+    }
+
+    @Test func theVariantsOfOneOriginalShareOneShrinkWhicheverComesFirst() async throws {
+        let original = try Self.art("🦊")
+        let processors = AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png])
+        #expect(processors.count == 6)
+        var made: [VariantKind: ImageCache.Image] = [:]
+        for kind in Self.kinds(processors) { made[kind] = try await processors[kind]!.process(original) }
+        // Another app, asking in the other order: the same bytes.
+        let again = AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png])
+        for kind in Self.kinds(again).reversed() {
+            let variant = try await again[kind]!.process(original)
+            #expect(variant.data == made[kind]!.data, "\(kind)")
+        }
+        // One shrink of the original, to the 2x box, for all six.
+        let shrinks = try #require(processors.values.first?.shrinks)
+        #expect(processors.values.allSatisfy { $0.shrinks === shrinks })
+        #expect(shrinks.counts.made == 1 && shrinks.counts.reused == 5, "\(shrinks.counts)")
+        // The 1x PNG is a thumbnail of the original's within a fraction of a level.
+        let oneX = try #require(made[VariantKind(route: .thumbs, density: 1, format: .png)])
+        let direct = try Imaging().thumbnail(original.data, fitting: 200)
+        #expect(oneX.pixelSize == .init(width: direct.width, height: direct.height))
+        #expect(try Imaging().meanAbsoluteDifference(oneX.data, direct.data) < 0.5)
+        #expect(processors[VariantKind(route: .thumbs, density: 1, format: .png)]!.identifier == "thumbnail-200-of-400-png")
+        #expect(ThumbnailProcessor.catalogThumbnail(size: 200).identifier == "thumbnail-200-of-400-png", "sync's, the same")
+    }
+
+    @Test func theStoreKeepsTheLatestWithinItsBytes() async throws {
+        let shrinks = ShrunkOriginals(byteLimit: 600_000)  // two of the art's 400 px shrinks (265 KB each)
+        let imaging = Imaging()
+        let originals = try ["🦊", "🐙", "🌵"].map(Self.art)
+        for original in originals { _ = try shrinks.shrunk(original, fitting: 400, imaging: imaging) }
+        _ = try shrinks.shrunk(originals[2], fitting: 400, imaging: imaging)
+        _ = try shrinks.shrunk(originals[1], fitting: 400, imaging: imaging)
+        #expect(shrinks.counts.made == 3 && shrinks.counts.reused == 2)
+        _ = try shrinks.shrunk(originals[0], fitting: 400, imaging: imaging)
+        #expect(shrinks.counts.made == 4, "the first was dropped for the third")
+        _ = try shrinks.shrunk(originals[0], fitting: 200, imaging: imaging)
+        #expect(shrinks.counts.made == 5, "another box is another shrink")
+    }
+}
