@@ -12,10 +12,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network
+        case imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -35,6 +35,7 @@ struct BenchCommand: AsyncParsableCommand {
         for section in only {
             switch section {
             case .imaging: try await ImagingBench.run(seconds: seconds)
+            case .variants: try await VariantSetBench.run(seconds: seconds)
             case .cache: try await CacheBench.run(seconds: seconds)
             case .fetch: try await FetchBench.run(seconds: seconds)
             case .gallery: try await HTTPBench.gallery(seconds: max(3, Int(seconds * 2)))

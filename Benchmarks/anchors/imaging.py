@@ -5,6 +5,9 @@
         PEERS: a comma list of pillow and pyvips (those this interpreter has); prints JSON
         {"results": {class: {peer: ms_per_op}}, "versions": {peer: version}, "bytes": {class: {peer: n}},
          "engine": {"api_mode": bool, "version": "x.y.z", "library": path} (with pyvips)}
+    python imaging.py variants IN_DIR ROUNDS [--column binary|debian]
+        the catalog's variant set as the app makes it (see variants()); prints JSON
+        {"cpu_ms": median CPU ms per set, "bytes": {"avif 1x": n, ...}, "engine": {...}}
     python imaging.py engine [--column binary|debian]
         only the engine's report (JSON), checked as measure checks it
 
@@ -175,12 +178,53 @@ def measure(in_dir, seconds, names, column):
                       "engine": engine}))
 
 
+def variants(in_dir, rounds, column):
+    """The catalog's variant set as the app makes it, with pyvips: each original (the gallery's
+    PNGs) decoded once and kept in memory; a thumbnail at 2x (400 px) and at 1x (200 px) made from
+    it, each encoded as AVIF, WebP (no sharp YUV at 2x) and PNG (no filter, level 6: drawn art
+    without alpha)."""
+    import pyvips
+    engine = checked_engine(column)
+    pyvips.cache_set_max(0)
+    originals = [open(os.path.join(in_dir, name), "rb").read() for name in sorted(os.listdir(in_dir))]
+
+    def encode(image, name, density):
+        if name == "avif":
+            return image.heifsave_buffer(Q=60, effort=2, compression="av1", bitdepth=8, subsample_mode="off", strip=True)
+        if name == "webp":
+            return image.webpsave_buffer(Q=97, smart_subsample=density == 1, strip=True)
+        return image.pngsave_buffer(compression=6, filter="none", strip=True)
+
+    def one_set():
+        sizes = {}
+        for data in originals:
+            decoded = pyvips.Image.new_from_buffer(data, "", fail_on="truncated").copy_memory()
+            for density in [2, 1]:
+                image = decoded.thumbnail_image(200 * density, height=200 * density, size="down").copy_memory()
+                for name in ["avif", "webp", "png"]:
+                    key = f"{name} {density}x"
+                    sizes[key] = sizes.get(key, 0) + len(encode(image, name, density))
+        return sizes
+
+    sizes = one_set()
+    runs = []
+    for _ in range(rounds):
+        start = time.process_time()
+        one_set()
+        runs.append((time.process_time() - start) * 1000)
+    print(json.dumps({"cpu_ms": sorted(runs)[len(runs) // 2], "bytes": sizes, "engine": engine}))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="Anchors for the thumbnail benchmark.")
     commands = parser.add_subparsers(dest="command", required=True)
     prepare_command = commands.add_parser("prepare")
     prepare_command.add_argument("art_png")
     prepare_command.add_argument("out_dir")
+    variants_command = commands.add_parser("variants")
+    variants_command.add_argument("in_dir")
+    variants_command.add_argument("rounds", type=int)
+    variants_command.add_argument("--column", choices=["binary", "debian"])
     for name in ["measure", "engine"]:
         command = commands.add_parser(name)
         if name == "measure":
@@ -192,6 +236,8 @@ def main(argv):
     arguments = parser.parse_args(argv)
     if arguments.command == "prepare":
         prepare(arguments.art_png, arguments.out_dir)
+    elif arguments.command == "variants":
+        variants(arguments.in_dir, arguments.rounds, arguments.column)
     elif arguments.command == "engine":
         print(json.dumps(checked_engine(arguments.column)))
     else:

@@ -1,13 +1,14 @@
 import CVips
+import Synchronization
 
-/// An image decoded and shrunk once, kept in memory to make several thumbnails of it: each
-/// format at its box, and smaller boxes (the 1x of a 2x) from the same pixels, without decoding
-/// or shrinking the original again. Made by ``Imaging/shrink(_:fitting:)``; used by
+/// An image decoded once, and shrunk once where that saves work, kept in memory to make several
+/// thumbnails of it: each format at its box, and smaller boxes (the 1x of a 2x), without
+/// decoding the original again. Made by ``Imaging/shrink(_:fitting:)``; used by
 /// ``Imaging/thumbnail(of:fitting:format:)``.
 ///
-/// An image with alpha (PNG, GIF) that was shrunk is kept premultiplied by alpha in 8 bits, as
-/// ``Imaging/thumbnail(_:fitting:format:)`` resizes it, so a smaller box is resized from
-/// premultiplied pixels too and no colour bleeds from transparent pixels.
+/// A PNG or GIF (no shrink-on-load) is kept whole: every thumbnail of it is the one
+/// ``Imaging/thumbnail(_:fitting:format:)`` makes of the original, pixel for pixel. A JPEG or
+/// WebP is shrunk on load and then to the box, and a smaller box is resized from those pixels.
 ///
 /// `Sendable`: the pixels are a libvips image in memory, which libvips never changes after it is
 /// made and lets any number of threads read at once (each thumbnail builds its own operations on
@@ -19,38 +20,90 @@ public final class ShrunkImage: @unchecked Sendable {
     public let box: Int
     /// The pixels, in memory.
     let pixels: VipsImage
-    /// Whether `pixels` are premultiplied by alpha (8-bit).
-    let premultiplied: Bool
+    /// What `pixels` are.
+    let form: Form
 
-    init(original: ImageInfo, box: Int, pixels: VipsImage, premultiplied: Bool) {
+    /// What a shrunk image's pixels are.
+    enum Form {
+        /// The whole original (PNG, GIF: no shrink-on-load, so nothing is saved by shrinking
+        /// first): each box is the thumbnail of the original itself.
+        case whole
+        /// Shrunk to the box, straight (JPEG and WebP, shrunk on load; no alpha).
+        case straight
+        /// Shrunk to the box, premultiplied by alpha, 8-bit.
+        case premultiplied
+    }
+
+    /// The thumbnail's pixels at each box asked for so far, in memory: each box is resized once
+    /// for all its formats.
+    private let boxes = Mutex<[Int: InMemory]>([:])
+
+    /// A libvips image decoded into memory: never changed after it is made, read by any number of
+    /// threads at once (libvips' own rule), so it may cross between them.
+    private struct InMemory: @unchecked Sendable {
+        let image: VipsImage
+    }
+
+    /// The pixels at `size`: kept, or made by `make`, decoded into memory and kept. Two threads
+    /// asking at once both make them (the same pixels); the first kept stays.
+    func pixels(fitting size: Int, _ make: () throws(Imaging.Error) -> VipsImage) throws(Imaging.Error) -> VipsImage {
+        if let kept = boxes.withLock({ $0[size] }) { return kept.image }
+        let lazy = try make()
+        let made = InMemory(image: try VipsImage.make("decode", failure: { Imaging.Error.encodeFailed(format: "thumbnail", detail: $0) }) {
+            cvips_copy_memory(lazy.pointer, $0)
+        })
+        return boxes.withLock { boxes in
+            if let kept = boxes[size] { return kept }
+            boxes[size] = made
+            return made
+        }.image
+    }
+
+    init(original: ImageInfo, box: Int, pixels: VipsImage, form: Form) {
         self.original = original
         self.box = box
         self.pixels = pixels
-        self.premultiplied = premultiplied
+        self.form = form
     }
+
+    var premultiplied: Bool { form == .premultiplied }
 
     /// Width of the shrunk pixels.
     public var width: Int { pixels.width }
     /// Height of the shrunk pixels.
     public var height: Int { pixels.height }
-    /// The memory the pixels take, in bytes.
-    public var byteCount: Int { pixels.width * pixels.height * pixels.bands * pixels.bytesPerSample }
+    /// The memory the pixels take, in bytes, with the thumbnails' pixels kept so far.
+    public var byteCount: Int {
+        ([pixels] + boxes.withLock { $0.values.map(\.image) }).reduce(0) { $0 + $1.width * $1.height * $1.bands * $1.bytesPerSample }
+    }
 }
 
 extension Imaging {
-    /// Decodes `data` and shrinks it to fit inside `size` x `size` once, keeping the pixels in
-    /// memory, so that ``thumbnail(of:fitting:format:)`` makes each thumbnail of that box or a
-    /// smaller one (every format, the 1x of a 2x) at the cost of its encode alone.
+    /// Decodes `data` once, and for a JPEG or WebP shrinks it to fit inside `size` x `size`
+    /// (on load, then to the box), keeping the pixels in memory, so that
+    /// ``thumbnail(of:fitting:format:)`` makes each thumbnail of that box or a smaller one
+    /// (every format, the 1x of a 2x) at the cost of its resize and encode alone. A PNG or GIF is
+    /// kept whole (it has no shrink-on-load, so shrinking first would save nothing and a second
+    /// resize would ring): its pixels take `width x height x bands` bytes.
     ///
-    /// The pixels are the ones ``thumbnail(_:fitting:format:)`` encodes at `size`: a thumbnail
-    /// at this box is the same image either way. Loading is strict: a truncated or corrupt input
-    /// fails here. Synchronous CPU work; safe to call from many tasks at once.
+    /// At `size`, either way, a thumbnail is the image ``thumbnail(_:fitting:format:)`` makes.
+    /// Loading is strict: a truncated or corrupt input fails here. Synchronous CPU work; safe to
+    /// call from many tasks at once.
     /// - Throws: what ``thumbnail(_:fitting:format:)`` throws for the input and the box.
     public func shrink(_ data: [UInt8], fitting size: Int) throws(Error) -> ShrunkImage {
         try Self.check(width: size, height: size, format: .png)
         return try withBytes(data) { (bytes) throws(Error) -> ShrunkImage in
             let info = try probe(bytes)
             let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
+            if info.format == .png || info.format == .gif {
+                // No shrink-on-load: kept whole, every box is made from the original's own pixels.
+                guard let loaded = cvips_image_new_from_buffer(bytes.baseAddress!, bytes.count, "fail_on=truncated") else {
+                    throw corrupt(VipsRuntime.takeErrorMessage())
+                }
+                let lazy = VipsImage(loaded)
+                let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
+                return ShrunkImage(original: info, box: size, pixels: pixels, form: .whole)
+            }
             let premultiplied = try premultipliedThumbnail(bytes, info: info, width: size, height: size, failure: corrupt)
             let lazy: VipsImage
             if let premultiplied {
@@ -63,19 +116,21 @@ extension Imaging {
             }
             // Every pixel decoded now (a truncated input fails here), into memory the image owns.
             let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
-            return ShrunkImage(original: info, box: size, pixels: pixels, premultiplied: premultiplied != nil)
+            return ShrunkImage(original: info, box: size, pixels: pixels, form: premultiplied != nil ? .premultiplied : .straight)
         }
     }
 
     /// Makes a thumbnail of `shrunk`'s original that fits inside `size` x `size` (at most the box
     /// it was shrunk to), then encodes it, without decoding the original again.
     ///
-    /// At the shrunk box it is the image ``thumbnail(_:fitting:format:)`` makes. A smaller box
-    /// is resized (Lanczos-3) from the shrunk pixels to ``fittedSize(width:height:boxWidth:boxHeight:)``
-    /// of the original: within a fraction of a level of a thumbnail made from the original (0.2
-    /// to 0.3 on the gallery's art at 200 px from 400). The PNG settings are the ones
-    /// ``thumbnail(_:fitting:format:)`` picks for the original. Safe to call from many tasks at once
-    /// on the same `shrunk`.
+    /// Of a PNG or GIF (kept whole), at every box, the image ``thumbnail(_:fitting:format:)``
+    /// makes. Of a JPEG or WebP, the same at the shrunk box; a smaller box is resized (Lanczos-3)
+    /// from the shrunk pixels to ``fittedSize(width:height:boxWidth:boxHeight:)`` of the original,
+    /// within a fraction of a level of a thumbnail made from the original. (Resizing a PNG's 1x
+    /// from its 2x pixels too was tried on the gallery's art: 0.2 to 0.3 levels away, but two
+    /// Lanczos steps ring more than one, and its 1x PNGs came out 27 % larger.) The PNG settings
+    /// are the ones ``thumbnail(_:fitting:format:)`` picks for the original. Safe to call from
+    /// many tasks at once on the same `shrunk`.
     /// - Throws: ``Error/invalidArgument(_:)`` for a box larger than `shrunk`'s or an encoder
     ///   setting out of range, ``Error/encodeFailed(format:detail:)``.
     public func thumbnail(of shrunk: ShrunkImage, fitting size: Int, format: OutputFormat = .png) throws(Error) -> EncodedImage {
@@ -85,13 +140,33 @@ extension Imaging {
         }
         let info = shrunk.original
         let failure = { (detail: String) in Error.encodeFailed(format: format.description, detail: detail) }
+        let image = try shrunk.pixels(fitting: size) { () throws(Error) -> VipsImage in try Self.resized(shrunk, fitting: size, failure: failure) }
+        let encoded = try image.encode(format, png: .thumbnail(of: info), failure: failure)
+        return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
+    }
+
+    /// `shrunk`'s pixels at `size` (see ``thumbnail(of:fitting:format:)``), lazily computed.
+    static func resized(_ shrunk: ShrunkImage, fitting size: Int, failure: @escaping (String) -> Error) throws(Error) -> VipsImage {
+        let info = shrunk.original
         let base = shrunk.pixels
         var (width, height) = Self.fittedSize(width: info.width, height: info.height, boxWidth: size, boxHeight: size)
         if (base.width > base.height) != (width > height), base.width != base.height {
             swap(&width, &height)  // turned by its EXIF orientation on load
         }
         let image: VipsImage
-        if size == shrunk.box || (width >= base.width && height >= base.height) {
+        if shrunk.form == .whole {
+            // The original's own pixels: the path ``thumbnail(_:fitting:format:)`` takes.
+            let scale = min(Double(size) / Double(base.width), Double(size) / Double(base.height))
+            if base.isEightBitRGB, base.hasAlpha, scale < 1 {
+                let premultiplied = try Self.premultipliedEightBit(base, failure: failure)
+                let resized = try VipsImage.make("resize", failure: failure) {
+                    cvips_resize(premultiplied.pointer, $0, Double(width) / Double(base.width), Double(height) / Double(base.height))
+                }
+                image = try Self.straight(resized, failure: failure)
+            } else {
+                image = try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
+            }
+        } else if size == shrunk.box || (width >= base.width && height >= base.height) {
             image = try shrunk.premultiplied ? Self.straight(base, failure: failure) : base
         } else if shrunk.premultiplied || (base.isEightBitRGB && base.hasAlpha) {
             let premultiplied = try shrunk.premultiplied ? base : Self.premultipliedEightBit(base, failure: failure)
@@ -107,8 +182,7 @@ extension Imaging {
             // Alpha in more than 8 bits: libvips' thumbnailer premultiplies in float itself.
             image = try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
         }
-        let encoded = try image.encode(format, png: .thumbnail(of: info), failure: failure)
-        return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
+        return image
     }
 
     /// `image` (8-bit RGBA) premultiplied by alpha, in 8 bits.

@@ -7,11 +7,11 @@ import Synchronization
 /// at once.
 ///
 /// A processor made with a larger `shrinkBox` and a ``ShrunkOriginals`` it shares with others
-/// (the app's 1x and 2x in every format) decodes and shrinks each original once, to
-/// `shrinkBox`, and makes its variant from those pixels (``Imaging/thumbnail(of:fitting:format:)``):
-/// the variants of one original cost one decode and one shrink, and then an encode each. Its
-/// output does not depend on which variant came first: every variant is made from the same
-/// shrunk pixels, kept or made again.
+/// (the app's 1x and 2x in every format) decodes each original once (``Imaging/shrink(_:fitting:)``:
+/// a PNG kept whole, a JPEG or WebP shrunk to `shrinkBox`) and makes its variant from those
+/// pixels (``Imaging/thumbnail(of:fitting:format:)``): the variants of one original cost one
+/// decode, and then a resize and an encode each. Its output does not depend on which variant
+/// came first: every variant is made from the same pixels, kept or made again.
 public struct ThumbnailProcessor: ImageProcessing {
     /// Side of the bounding box in pixels.
     public let size: Int
@@ -71,9 +71,8 @@ public struct ThumbnailProcessor: ImageProcessing {
     }
 }
 
-/// Originals decoded and shrunk lately (``Imaging/shrink(_:fitting:)``), shared by the
-/// ``ThumbnailProcessor``s made with it, so an original's variants are made from one decode
-/// and one shrink. Keyed by the original's SHA-256 and the box; the least recently used go
+/// Originals decoded lately (``Imaging/shrink(_:fitting:)``), shared by the
+/// ``ThumbnailProcessor``s made with it, so an original's variants are made from one decode. Keyed by the original's SHA-256 and the box; the least recently used go
 /// first past ``byteLimit``. Short-lived by design: the variants of one original are asked for
 /// together (the warm-up asks for a piece's six at once), so a few megabytes hold them.
 ///
@@ -88,7 +87,7 @@ public final class ShrunkOriginals: Sendable {
         var box: Int
     }
     private struct State {
-        var entries: [Key: (image: ShrunkImage, lastUse: UInt64)] = [:]
+        var entries: [Key: (image: ShrunkImage, cost: Int, lastUse: UInt64)] = [:]
         var bytes = 0
         var tick: UInt64 = 0
         var made = 0
@@ -96,8 +95,11 @@ public final class ShrunkOriginals: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Creates an empty store keeping at most `byteLimit` bytes of pixels (16 MiB: twenty-odd
-    /// 400 px RGBA shrinks, sixty of the gallery's art).
+    /// Creates an empty store keeping at most `byteLimit` bytes of decoded pixels: by default
+    /// 16 MiB, twenty-odd of the gallery's decoded 360 x 650 PNGs or a hundred 400 px shrinks of
+    /// JPEGs. Each is counted when it is decoded; the thumbnails' pixels kept with it (a box's,
+    /// for all its formats) add about half again for a PNG kept whole at the app's boxes. A
+    /// larger image is not kept: each of its variants decodes it again.
     public init(byteLimit: Int = 16 << 20) {
         self.byteLimit = byteLimit
     }
@@ -120,14 +122,15 @@ public final class ShrunkOriginals: Sendable {
         let made = try imaging.shrink(original.data, fitting: box)
         state.withLock { state in
             state.made += 1
-            guard made.byteCount <= byteLimit else { return }
-            if let replaced = state.entries[key] { state.bytes -= replaced.image.byteCount }
+            let cost = made.byteCount
+            guard cost <= byteLimit else { return }
+            if let replaced = state.entries[key] { state.bytes -= replaced.cost }
             state.tick += 1
-            state.entries[key] = (made, state.tick)
-            state.bytes += made.byteCount
+            state.entries[key] = (made, cost, state.tick)
+            state.bytes += cost
             while state.bytes > byteLimit, let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 state.entries[oldest.key] = nil
-                state.bytes -= oldest.value.image.byteCount
+                state.bytes -= oldest.value.cost
             }
         }
         return made

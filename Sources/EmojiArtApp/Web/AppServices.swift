@@ -60,8 +60,8 @@ struct AppServices: Sendable {
     }
 
     /// Makes the processors of `boxes` at every density in `formats`. They share one
-    /// ``ShrunkOriginals``: each original is decoded and shrunk once, to its route's largest
-    /// box (the 2x), and each variant is made from those pixels.
+    /// ``ShrunkOriginals``: each original is decoded once (a JPEG or WebP shrunk to its route's
+    /// largest box, the 2x), and each variant is made from those pixels.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
         var processors: [VariantKind: ThumbnailProcessor] = [:]
         let shrinks = ShrunkOriginals()
