@@ -6,12 +6,14 @@ import Imaging
 import NIOCore
 
 /// The catalog's variant set: every thumbnail variant the warm-up makes of the gallery's served
-/// pieces (AVIF, WebP and PNG at 1x and 2x of the 200 px box), made three ways on one thread:
-/// the earlier plan (a decode and a shrink per variant, WebP with sharp YUV at both densities),
-/// ours (the app's processors: one decode and one shrink per original, the 1x from the 2x's
-/// pixels, WebP at 2x without sharp YUV), and pyvips[binary] doing our plan on the same engine.
-/// CPU time of the process (every thread: the AV1 encoder's too), bytes per format, and the
-/// worst mean absolute difference from a thumbnail made straight from the original.
+/// pieces (AVIF, WebP and PNG at 1x and 2x of the 200 px box), made four ways on one thread, the
+/// four taking turns round by round: the earlier plan (a decode and a shrink per variant, WebP
+/// with sharp YUV at both densities), ours (the app's processors: one decode per original, a PNG
+/// kept whole, each box resized once for its three formats, WebP at 2x without sharp YUV), the
+/// same plan on `Imaging` alone, and pyvips[binary] doing that plan on the same engine. CPU time
+/// of the process (every thread: the AV1 encoder's too), bytes per format, the worst mean
+/// absolute difference from a thumbnail made straight from the original; and one 1x PNG alone,
+/// as a piece's first request makes it.
 enum VariantSetBench {
     /// What `imaging.py variants` prints.
     struct PeerReport: Decodable {
@@ -35,9 +37,11 @@ enum VariantSetBench {
         let rounds = max(3, Int(seconds.rounded()))
         let imaging = Imaging()
 
-        // The earlier plan: each variant from the original.
+        let images = originals.map { ImageCache.Image(data: $0, contentType: "image/png") }
         var earlierBytes: [String: Int] = [:]
-        let earlier = try cpuMilliseconds(rounds: rounds) {
+        var oursBytes: [String: Int] = [:]
+        // The earlier plan: each variant from the original.
+        func earlierSet() throws {
             earlierBytes = [:]
             for original in originals {
                 for density in [1, 2] {
@@ -49,12 +53,8 @@ enum VariantSetBench {
                 }
             }
         }
-
-        // Ours: the app's processors, a fresh store of shrunk originals each round.
-        var oursBytes: [String: Int] = [:]
-        var worst = 0.0
-        let images = originals.map { ImageCache.Image(data: $0, contentType: "image/png") }
-        let ours = try await cpuMillisecondsAsync(rounds: rounds) {
+        // Ours: the app's processors, a fresh store of decoded originals each set.
+        func oursSet() async throws {
             oursBytes = [:]
             let shrinks = ShrunkOriginals()
             for image in images {
@@ -69,7 +69,7 @@ enum VariantSetBench {
             }
         }
         // The same plan on Imaging alone: what the processors' layer costs.
-        let imagingAlone = try cpuMilliseconds(rounds: rounds) {
+        func aloneSet() throws {
             for original in originals {
                 let shrunk = try imaging.shrink(original, fitting: box * 2)
                 for density in [2, 1] {
@@ -77,8 +77,43 @@ enum VariantSetBench {
                 }
             }
         }
+        // pyvips[binary] doing our plan, one set (after one to warm up) per process.
+        var peerBytes: [String: Int] = [:]
+        var peerEngine: ImagingBench.Engine?
+        func peerSet() throws -> Double {
+            let json = try Bench.run(
+                Bench.work + "/vips-binary-venv/bin/python",
+                [Bench.root + "/Benchmarks/anchors/imaging.py", "variants", inputs, "1", "--column", "binary"],
+                environment: ["VIPS_CONCURRENCY": "1"])
+            let report = try JSONDecoder().decode(PeerReport.self, from: Data(json.utf8))
+            (peerBytes, peerEngine) = (report.bytes, report.engine)
+            return report.cpu_ms
+        }
+        // Round by round, each plan once a round, so the machine's drift falls on all four alike.
+        try earlierSet()
+        try await oursSet()
+        try aloneSet()
+        var runs: [String: [Double]] = [:]
+        for _ in 0..<rounds {
+            runs["earlier", default: []].append(try cpu { try earlierSet() })
+            let start = processCPU()
+            try await oursSet()
+            runs["ours", default: []].append(processCPU() - start)
+            runs["alone", default: []].append(try cpu { try aloneSet() })
+            runs["peer", default: []].append(try peerSet())
+        }
+        let median = { (name: String) in runs[name]!.sorted()[rounds / 2] }
+        let (earlier, ours, imagingAlone, peerCPU) = (median("earlier"), median("ours"), median("alone"), median("peer"))
+
+        // One 1x PNG, alone: what a piece's first request costs (a fresh store: decoded for it).
+        let first = images[0]
+        let direct = try await Bench.millisecondsPerOp(seconds: seconds) { _ = try imaging.thumbnail(originals[0], fitting: box) }
+        let throughStore = try await Bench.millisecondsPerOp(seconds: seconds) {
+            _ = try await ThumbnailProcessor(size: box, shrinkBox: box * 2, sharing: ShrunkOriginals()).process(first)
+        }
 
         // Quality, outside the timing: each of ours against a PNG thumbnail of the original.
+        var worst = 0.0
         let shrinks = ShrunkOriginals()
         for (image, original) in zip(images, originals) {
             for density in [2, 1] {
@@ -93,21 +128,15 @@ enum VariantSetBench {
             }
         }
 
-        let json = try Bench.run(
-            Bench.work + "/vips-binary-venv/bin/python",
-            [Bench.root + "/Benchmarks/anchors/imaging.py", "variants", inputs, "\(rounds)", "--column", "binary"],
-            environment: ["VIPS_CONCURRENCY": "1"])
-        let peer = try JSONDecoder().decode(PeerReport.self, from: Data(json.utf8))
-
         print("## The catalog's variant set (\(originals.count) pieces x AVIF, WebP, PNG x 1x, 2x; CPU ms per set, one thread)\n")
-        print("pyvips[binary] on libvips \(peer.engine?.described ?? "?"); median of \(rounds) sets each.\n")
+        print("pyvips[binary] on libvips \(peerEngine?.described ?? "?"); median of \(rounds) sets each, the plans taking turns.\n")
         Bench.table(["plan", "CPU ms", "vs earlier", "vs pyvips[binary], same plan"], [
             ["earlier: a decode and a shrink per variant", Bench.format(earlier), "1.00x", ""],
             ["ours: one per original (app's processors)", Bench.format(ours), Bench.format(ours / earlier) + "x",
-             Bench.format(peer.cpu_ms / ours) + "x" + (peer.cpu_ms / ours >= 1 ? "" : "  (slower)")],
+             Bench.format(peerCPU / ours) + "x" + (peerCPU / ours >= 1 ? "" : "  (slower)")],
             ["the same plan on Imaging alone", Bench.format(imagingAlone), Bench.format(imagingAlone / earlier) + "x",
-             Bench.format(peer.cpu_ms / imagingAlone) + "x" + (peer.cpu_ms / imagingAlone >= 1 ? "" : "  (slower)")],
-            ["pyvips[binary]: our plan", Bench.format(peer.cpu_ms), Bench.format(peer.cpu_ms / earlier) + "x", ""],
+             Bench.format(peerCPU / imagingAlone) + "x" + (peerCPU / imagingAlone >= 1 ? "" : "  (slower)")],
+            ["pyvips[binary]: our plan", Bench.format(peerCPU), Bench.format(peerCPU / earlier) + "x", ""],
         ])
         var rows: [[String]] = []
         for density in [1, 2] {
@@ -115,38 +144,24 @@ enum VariantSetBench {
                 let name = "\(format) \(density)x"
                 let (before, after) = (earlierBytes[name] ?? 0, oursBytes[name] ?? 0)
                 rows.append([name, "\(before / 1024)", "\(after / 1024)", Bench.format(Double(after) / Double(max(1, before))) + "x",
-                             "\((peer.bytes[name] ?? 0) / 1024)"])
+                             "\((peerBytes[name] ?? 0) / 1024)"])
             }
         }
         let (before, after) = (earlierBytes.values.reduce(0, +), oursBytes.values.reduce(0, +))
         rows.append(["all", "\(before / 1024)", "\(after / 1024)", Bench.format(Double(after) / Double(before)) + "x",
-                     "\(peer.bytes.values.reduce(0, +) / 1024)"])
+                     "\(peerBytes.values.reduce(0, +) / 1024)"])
         Bench.table(["variants", "earlier KB", "ours KB", "ours / earlier", "pyvips[binary] KB"], rows)
         print("Worst mean absolute difference of ours from a PNG thumbnail of the original: \(Bench.format(worst)) levels (bound: 2).\n")
+        print("One 1x PNG alone, as a piece's first request makes it (ms/op): from the original \(Bench.format(direct)), "
+              + "through a processor and a fresh store (decoded, kept, resized, kept) \(Bench.format(throughStore)) "
+              + "(\(Bench.format(throughStore / direct))x).\n")
     }
 
-    /// The median CPU time of `rounds` runs of `body`, in milliseconds (after one to warm up).
-    static func cpuMilliseconds(rounds: Int, _ body: () throws -> Void) throws -> Double {
+    /// The CPU time `body` takes, in milliseconds.
+    static func cpu(_ body: () throws -> Void) throws -> Double {
+        let start = processCPU()
         try body()
-        var runs: [Double] = []
-        for _ in 0..<rounds {
-            let start = processCPU()
-            try body()
-            runs.append(processCPU() - start)
-        }
-        return runs.sorted()[runs.count / 2]
-    }
-
-    /// ``cpuMilliseconds(rounds:_:)`` for an async body.
-    static func cpuMillisecondsAsync(rounds: Int, _ body: () async throws -> Void) async throws -> Double {
-        try await body()
-        var runs: [Double] = []
-        for _ in 0..<rounds {
-            let start = processCPU()
-            try await body()
-            runs.append(processCPU() - start)
-        }
-        return runs.sorted()[runs.count / 2]
+        return processCPU() - start
     }
 
     /// This process's CPU time so far (every thread), in milliseconds.

@@ -7,8 +7,10 @@ import Synchronization
 /// ``Imaging/thumbnail(of:fitting:format:)``.
 ///
 /// A PNG or GIF (no shrink-on-load) is kept whole: every thumbnail of it is the one
-/// ``Imaging/thumbnail(_:fitting:format:)`` makes of the original, pixel for pixel. A JPEG or
-/// WebP is shrunk on load and then to the box, and a smaller box is resized from those pixels.
+/// ``Imaging/thumbnail(_:fitting:format:)`` makes of the original, pixel for pixel. Any other
+/// format (JPEG, WebP, AVIF) is shrunk on load and then to the box, and a smaller box is resized
+/// from those pixels. Each box's pixels are kept too, once made: each box is resized once for
+/// all its formats.
 ///
 /// `Sendable`: the pixels are a libvips image in memory, which libvips never changes after it is
 /// made and lets any number of threads read at once (each thumbnail builds its own operations on
@@ -28,10 +30,9 @@ public final class ShrunkImage: @unchecked Sendable {
         /// The whole original (PNG, GIF: no shrink-on-load, so nothing is saved by shrinking
         /// first): each box is the thumbnail of the original itself.
         case whole
-        /// Shrunk to the box, straight (JPEG and WebP, shrunk on load; no alpha).
-        case straight
-        /// Shrunk to the box, premultiplied by alpha, 8-bit.
-        case premultiplied
+        /// Shrunk to the box as ``Imaging/thumbnail(_:fitting:format:)`` shrinks it (JPEG, WebP,
+        /// AVIF: shrunk on load, then resized), alpha or not, in the loader's sample format.
+        case shrunk
     }
 
     /// The thumbnail's pixels at each box asked for so far, in memory: each box is resized once
@@ -66,15 +67,17 @@ public final class ShrunkImage: @unchecked Sendable {
         self.form = form
     }
 
-    var premultiplied: Bool { form == .premultiplied }
-
     /// Width of the shrunk pixels.
     public var width: Int { pixels.width }
     /// Height of the shrunk pixels.
     public var height: Int { pixels.height }
-    /// The memory the pixels take, in bytes, with the thumbnails' pixels kept so far.
+    /// The memory the pixels take, in bytes, with the thumbnails' pixels kept so far (an image
+    /// kept twice, the shrunk pixels at their own box, counted once).
     public var byteCount: Int {
-        ([pixels] + boxes.withLock { $0.values.map(\.image) }).reduce(0) { $0 + $1.width * $1.height * $1.bands * $1.bytesPerSample }
+        var seen = Set<UnsafeMutablePointer<CVips.VipsImage>>()
+        return ([pixels] + boxes.withLock { $0.values.map(\.image) }).reduce(0) { total, image in
+            seen.insert(image.pointer).inserted ? total + image.width * image.height * image.bands * image.bytesPerSample : total
+        }
     }
 }
 
@@ -84,7 +87,8 @@ extension Imaging {
     /// ``thumbnail(of:fitting:format:)`` makes each thumbnail of that box or a smaller one
     /// (every format, the 1x of a 2x) at the cost of its resize and encode alone. A PNG or GIF is
     /// kept whole (it has no shrink-on-load, so shrinking first would save nothing and a second
-    /// resize would ring): its pixels take `width x height x bands` bytes.
+    /// resize would ring): its pixels take `width x height x bands x bytes a sample`
+    /// (``shrinkCost(of:fitting:)`` says how much before).
     ///
     /// At `size`, either way, a thumbnail is the image ``thumbnail(_:fitting:format:)`` makes.
     /// Loading is strict: a truncated or corrupt input fails here. Synchronous CPU work; safe to
@@ -104,27 +108,32 @@ extension Imaging {
                 let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
                 return ShrunkImage(original: info, box: size, pixels: pixels, form: .whole)
             }
-            let premultiplied = try premultipliedThumbnail(bytes, info: info, width: size, height: size, failure: corrupt)
-            let lazy: VipsImage
-            if let premultiplied {
-                lazy = premultiplied
-            } else {
-                let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
-                lazy = try VipsImage.make("thumbnail", failure: corrupt) {
-                    cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(size), Int32(size), "fail_on=truncated")
-                }
+            let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
+            let lazy = try VipsImage.make("thumbnail", failure: corrupt) {
+                cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(size), Int32(size), "fail_on=truncated")
             }
             // Every pixel decoded now (a truncated input fails here), into memory the image owns.
             let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
-            return ShrunkImage(original: info, box: size, pixels: pixels, form: premultiplied != nil ? .premultiplied : .straight)
+            return ShrunkImage(original: info, box: size, pixels: pixels, form: .shrunk)
         }
+    }
+
+    /// At most how many bytes ``shrink(_:fitting:)`` keeps of an image `info` describes at box
+    /// `size`, from its header alone (at 2 bytes a sample; the thumbnails' pixels not counted):
+    /// a PNG or GIF whole, anything else its thumbnail at `size`. A caller that keeps shrunk
+    /// images within a budget asks first: a PNG of 50 megapixels that compresses to almost
+    /// nothing would take 400 MB, where a thumbnail of it streams through a few rows at a time.
+    public static func shrinkCost(of info: ImageInfo, fitting size: Int) -> Int {
+        let (width, height) = info.format == .png || info.format == .gif
+            ? (info.width, info.height) : fittedSize(width: info.width, height: info.height, boxWidth: size, boxHeight: size)
+        return width * height * max(1, info.bands) * 2
     }
 
     /// Makes a thumbnail of `shrunk`'s original that fits inside `size` x `size` (at most the box
     /// it was shrunk to), then encodes it, without decoding the original again.
     ///
     /// Of a PNG or GIF (kept whole), at every box, the image ``thumbnail(_:fitting:format:)``
-    /// makes. Of a JPEG or WebP, the same at the shrunk box; a smaller box is resized (Lanczos-3)
+    /// makes. Of a JPEG, WebP or AVIF, the same at the shrunk box; a smaller box is resized (Lanczos-3, premultiplied in 8 bits with alpha)
     /// from the shrunk pixels to ``fittedSize(width:height:boxWidth:boxHeight:)`` of the original,
     /// within a fraction of a level of a thumbnail made from the original. (Resizing a PNG's 1x
     /// from its 2x pixels too was tried on the gallery's art: 0.2 to 0.3 levels away, but two
@@ -167,9 +176,10 @@ extension Imaging {
                 image = try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
             }
         } else if size == shrunk.box || (width >= base.width && height >= base.height) {
-            image = try shrunk.premultiplied ? Self.straight(base, failure: failure) : base
-        } else if shrunk.premultiplied || (base.isEightBitRGB && base.hasAlpha) {
-            let premultiplied = try shrunk.premultiplied ? base : Self.premultipliedEightBit(base, failure: failure)
+            image = base
+        } else if base.isEightBitRGB && base.hasAlpha {
+            // Premultiplied in 8 bits, as a thumbnail of an RGBA PNG is (no colour bleeds).
+            let premultiplied = try Self.premultipliedEightBit(base, failure: failure)
             let resized = try VipsImage.make("resize", failure: failure) {
                 cvips_resize(premultiplied.pointer, $0, Double(width) / Double(base.width), Double(height) / Double(base.height))
             }

@@ -42,13 +42,43 @@ import Testing
         let shrinks = ShrunkOriginals(byteLimit: 1_500_000)  // two of the art's decoded PNGs (702 KB each)
         let imaging = Imaging()
         let originals = try ["🦊", "🐙", "🌵"].map(Self.art)
-        for original in originals { _ = try shrinks.shrunk(original, fitting: 400, imaging: imaging) }
-        _ = try shrinks.shrunk(originals[2], fitting: 400, imaging: imaging)
-        _ = try shrinks.shrunk(originals[1], fitting: 400, imaging: imaging)
+        for original in originals { _ = try await shrinks.shrunk(original, fitting: 400, imaging: imaging) }
+        _ = try await shrinks.shrunk(originals[2], fitting: 400, imaging: imaging)
+        _ = try await shrinks.shrunk(originals[1], fitting: 400, imaging: imaging)
         #expect(shrinks.counts.made == 3 && shrinks.counts.reused == 2)
-        _ = try shrinks.shrunk(originals[0], fitting: 400, imaging: imaging)
+        _ = try await shrinks.shrunk(originals[0], fitting: 400, imaging: imaging)
         #expect(shrinks.counts.made == 4, "the first was dropped for the third")
-        _ = try shrinks.shrunk(originals[0], fitting: 200, imaging: imaging)
+        _ = try await shrinks.shrunk(originals[0], fitting: 200, imaging: imaging)
         #expect(shrinks.counts.made == 5, "another box is another shrink")
+    }
+
+    /// Six variants asked for at once: one decode, the other five wait for its pixels.
+    @Test func variantsAskedAtOnceShareOneDecode() async throws {
+        let original = try Self.art("🐙")
+        let processors = AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png])
+        let made = try await withThrowingTaskGroup(of: (VariantKind, [UInt8]).self) { group in
+            for (kind, processor) in processors { group.addTask { (kind, try await processor.process(original).data) } }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        let shrinks = try #require(processors.values.first?.shrinks)
+        #expect(made.count == 6 && shrinks.counts.made == 1 && shrinks.counts.reused == 5, "\(shrinks.counts)")
+        for (kind, processor) in AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png]) {
+            #expect(try await processor.process(original).data == made[kind], "\(kind): the same bytes made one at a time")
+        }
+    }
+
+    /// A PNG whose decoded pixels would not fit the store is never decoded whole: its variants
+    /// are made from the original, streaming, and they are the same bytes.
+    @Test func aPNGTooLargeToKeepIsMadeFromTheOriginalWithTheSameBytes() async throws {
+        let original = try Self.art("🌵")
+        let small = ShrunkOriginals(byteLimit: 100_000)  // the art decoded takes 702 KB
+        #expect(try await small.shrunk(original, fitting: 400, imaging: Imaging()) == nil)
+        let large = ShrunkOriginals()
+        for (size, format) in [(400, OutputFormat.avif(quality: 60, effort: 2)), (200, .png)] {
+            let streamed = try await ThumbnailProcessor(size: size, format: format, shrinkBox: 400, sharing: small).process(original)
+            let kept = try await ThumbnailProcessor(size: size, format: format, shrinkBox: 400, sharing: large).process(original)
+            #expect(streamed.data == kept.data, "\(size) \(format)")
+        }
+        #expect(small.counts.made == 0 && large.counts.made == 1)
     }
 }

@@ -242,7 +242,7 @@ import TestSupport
         }
         guard case let .originUnreachable(_, asked) = first else { Issue.record("got \(String(describing: first))"); return }
         #expect(!asked.contains("not asking"), "\(asked)")
-        // The refusal itself, which the client does not try again until its connect timeout.
+        // The refusal itself, at once: the client does not try again until its connect timeout.
         #expect(asked.contains("connection refused"), "\(asked)")
         #expect(!HTTPImageFetcher.clientConfiguration.connectionPool.retryConnectionEstablishment)
         #expect(first?.isOriginUnreachable == true && first?.isTransient == true)

@@ -38,8 +38,8 @@ import Testing
         #expect(difference < (name == "rgba.png" ? 2 : 1), "\(name): \(difference) levels")
     }
 
-    /// The 1x from premultiplied 2x pixels keeps the soft edges' colour: as close to the float
-    /// reference as a thumbnail of the original, and far from a resize that bleeds.
+    /// A smaller box of an RGBA PNG kept whole keeps the soft edges' colour: as close to the
+    /// float reference as a thumbnail of the original, and far from a resize that bleeds.
     @Test func softEdgesKeepTheirColourFromTheShrunkPixels() throws {
         let input = try Fixtures.bytes("soft-edges.png")
         let shrunk = try imaging.shrink(input, fitting: 200)

@@ -58,8 +58,7 @@ public struct ThumbnailProcessor: ImageProcessing {
 
     public func process(_ image: ImageCache.Image) async throws -> ImageCache.Image {
         let thumbnail: EncodedImage
-        if let shrinks {
-            let shrunk = try shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging)
+        if let shrinks, let shrunk = try await shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging) {
             thumbnail = try imaging.thumbnail(of: shrunk, fitting: size, format: format)
         } else {
             thumbnail = try imaging.thumbnail(image.data, fitting: size, format: format)
@@ -72,67 +71,149 @@ public struct ThumbnailProcessor: ImageProcessing {
 }
 
 /// Originals decoded lately (``Imaging/shrink(_:fitting:)``), shared by the
-/// ``ThumbnailProcessor``s made with it, so an original's variants are made from one decode. Keyed by the original's SHA-256 and the box; the least recently used go
-/// first past ``byteLimit``. Short-lived by design: the variants of one original are asked for
-/// together (the warm-up asks for a piece's six at once), so a few megabytes hold them.
+/// ``ThumbnailProcessor``s made with it, so an original's variants are made from one decode.
+/// Keyed by the image's `originalSHA256` (the pipeline's verified digest; the bytes' own digest
+/// when it has none) and the box; the least recently used go first past ``byteLimit`` or
+/// ``entryLimit``. Short-lived by design: the variants of one original are asked for together
+/// (the warm-up asks for a piece's six at once), so a few megabytes hold them.
 ///
-/// Two processors that miss the same original at the same moment both shrink it (the same
-/// pixels; the second is kept): waiting for the first would hold a processing slot idle.
-/// Thread-safe: one `Mutex`.
+/// One decode, however many ask at once: the first decodes, the others wait for its pixels
+/// (holding their processing slot, not a thread). A PNG or GIF too large to keep
+/// (``Imaging/shrinkCost(of:fitting:)`` over ``byteLimit``) is not decoded whole at all: each
+/// variant is made from the original, streaming, with the same bytes. Processors sharing a store
+/// should share their `Imaging.Limits`. Thread-safe: one `Mutex`.
 public final class ShrunkOriginals: Sendable {
-    /// The most bytes of pixels kept.
+    /// The most bytes of pixels kept: each entry counts its pixels and its boxes' (at least
+    /// 64 KiB, for what libvips keeps beside the pixels).
     public let byteLimit: Int
+    /// The most originals kept.
+    public let entryLimit: Int
+
     private struct Key: Hashable {
         var original: String
         var box: Int
     }
+    private enum Entry {
+        case making(waiters: [CheckedContinuation<ShrunkImage?, any Error>])
+        case made(ShrunkImage, lastUse: UInt64)
+    }
+    private enum Claim {
+        case kept(ShrunkImage)
+        case make
+        case wait
+    }
     private struct State {
-        var entries: [Key: (image: ShrunkImage, cost: Int, lastUse: UInt64)] = [:]
-        var bytes = 0
+        var entries: [Key: Entry] = [:]
         var tick: UInt64 = 0
         var made = 0
         var reused = 0
     }
     private let state = Mutex(State())
 
-    /// Creates an empty store keeping at most `byteLimit` bytes of decoded pixels: by default
-    /// 16 MiB, twenty-odd of the gallery's decoded 360 x 650 PNGs or a hundred 400 px shrinks of
-    /// JPEGs. Each is counted when it is decoded; the thumbnails' pixels kept with it (a box's,
-    /// for all its formats) add about half again for a PNG kept whole at the app's boxes. A
-    /// larger image is not kept: each of its variants decodes it again.
-    public init(byteLimit: Int = 16 << 20) {
+    /// Creates an empty store keeping at most `byteLimit` bytes of decoded pixels and
+    /// `entryLimit` originals: by default 16 MiB, about fifteen of the gallery's 360 x 650 PNGs
+    /// with their 1x and 2x pixels, or forty 400 px shrinks of JPEGs.
+    public init(byteLimit: Int = 16 << 20, entryLimit: Int = 256) {
         self.byteLimit = byteLimit
+        self.entryLimit = entryLimit
     }
 
-    /// How many shrinks were made, and how many times a kept one was used instead.
+    /// How many originals were decoded, and how many times a kept one was used instead (or
+    /// waited for).
     public var counts: (made: Int, reused: Int) { state.withLock { ($0.made, $0.reused) } }
 
-    /// `original` shrunk to fit `box`: kept, or made now with `imaging` and kept.
-    /// - Throws: what ``Imaging/shrink(_:fitting:)`` throws.
-    public func shrunk(_ original: ImageCache.Image, fitting box: Int, imaging: Imaging) throws -> ShrunkImage {
-        let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(original), box: box)
-        let kept: ShrunkImage? = state.withLock { state in
-            guard let entry = state.entries[key] else { return nil }
-            state.tick += 1
-            state.entries[key]!.lastUse = state.tick
-            state.reused += 1
-            return entry.image
-        }
-        if let kept { return kept }
-        let made = try imaging.shrink(original.data, fitting: box)
-        state.withLock { state in
-            state.made += 1
-            let cost = made.byteCount
-            guard cost <= byteLimit else { return }
-            if let replaced = state.entries[key] { state.bytes -= replaced.cost }
-            state.tick += 1
-            state.entries[key] = (made, cost, state.tick)
-            state.bytes += cost
-            while state.bytes > byteLimit, let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse }) {
-                state.entries[oldest.key] = nil
-                state.bytes -= oldest.value.cost
+    /// `original` decoded for `box`: kept, being decoded (waited for), or decoded now with
+    /// `imaging` and kept; `nil` for a PNG or GIF too large to keep, whose variants are made from
+    /// the original itself.
+    /// - Throws: what ``Imaging/probe(_:)`` and ``Imaging/shrink(_:fitting:)`` throw (to every
+    ///   caller waiting for the same decode).
+    public func shrunk(_ original: ImageCache.Image, fitting box: Int, imaging: Imaging) async throws -> ShrunkImage? {
+        let data = original.data
+        let info = try imaging.probe(data)
+        if info.format == .png || info.format == .gif, Imaging.shrinkCost(of: info, fitting: box) > byteLimit { return nil }
+        let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(data), box: box)
+        while true {
+            switch state.withLock({ Self.claim(key, in: &$0) }) {
+            case let .kept(image):
+                return image
+            case .make:
+                let made: ShrunkImage
+                do {
+                    made = try imaging.shrink(data, fitting: box)
+                } catch {
+                    for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(throwing: error) }
+                    throw error
+                }
+                for waiter in state.withLock({ keep(made, for: key, in: &$0) }) { waiter.resume(returning: made) }
+                return made
+            case .wait:
+                let waited: ShrunkImage? = try await withCheckedThrowingContinuation { continuation in
+                    if let now = state.withLock({ Self.wait(key, continuation, in: &$0) }) { continuation.resume(with: now) }
+                }
+                if let waited { return waited }  // Its decoder was done and it was evicted: ask again.
             }
         }
-        return made
+    }
+
+    private static func claim(_ key: Key, in state: inout State) -> Claim {
+        switch state.entries[key] {
+        case let .made(image, _):
+            state.tick += 1
+            state.entries[key] = .made(image, lastUse: state.tick)
+            state.reused += 1
+            return .kept(image)
+        case .making:
+            state.reused += 1
+            return .wait
+        case nil:
+            state.entries[key] = .making(waiters: [])
+            state.made += 1
+            return .make
+        }
+    }
+
+    /// Adds `continuation` to the waiters of `key`'s decode; or, when it ended meanwhile, what
+    /// to resume it with now (`nil` pixels: ask again).
+    private static func wait(
+        _ key: Key, _ continuation: CheckedContinuation<ShrunkImage?, any Error>, in state: inout State
+    ) -> Result<ShrunkImage?, any Error>? {
+        switch state.entries[key] {
+        case var .making(waiters):
+            waiters.append(continuation)
+            state.entries[key] = .making(waiters: waiters)
+            return nil
+        case let .made(image, _):
+            return .success(image)
+        case nil:
+            return .success(nil)
+        }
+    }
+
+    private static func abandon(_ key: Key, in state: inout State) -> [CheckedContinuation<ShrunkImage?, any Error>] {
+        guard case let .making(waiters) = state.entries.removeValue(forKey: key) else { return [] }
+        return waiters
+    }
+
+    /// Keeps `image` for `key` and drops the least recently used past the limits; returns the
+    /// decode's waiters.
+    private func keep(_ image: ShrunkImage, for key: Key, in state: inout State) -> [CheckedContinuation<ShrunkImage?, any Error>] {
+        var waiters: [CheckedContinuation<ShrunkImage?, any Error>] = []
+        if case let .making(waiting) = state.entries[key] { waiters = waiting }
+        state.tick += 1
+        state.entries[key] = .made(image, lastUse: state.tick)
+        // Costs are read now: each entry's boxes were kept since it was.
+        var made = state.entries.compactMap { key, entry -> (key: Key, cost: Int, lastUse: UInt64)? in
+            guard case let .made(image, lastUse) = entry else { return nil }
+            return (key, max(image.byteCount, 64 << 10), lastUse)
+        }
+        var bytes = made.reduce(0) { $0 + $1.cost }
+        made.sort { $0.lastUse < $1.lastUse }
+        var index = 0
+        while bytes > byteLimit || made.count - index > entryLimit, index < made.count {
+            state.entries[made[index].key] = nil
+            bytes -= made[index].cost
+            index += 1
+        }
+        return waiters
     }
 }

@@ -30,8 +30,8 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Largest accepted body in bytes.
     public var maxBodySize: Int
 
-    /// The process-wide client fetchers share by default: `HTTPClient.shared`'s settings but
-    /// ``clientConfiguration``'s connection attempts.
+    /// The process-wide client fetchers share by default, made with ``clientConfiguration``
+    /// on AsyncHTTPClient's shared event loops.
     public static let defaultClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
 
     /// How the clients of this package and of the EmojiArt app connect: AsyncHTTPClient's

@@ -83,7 +83,7 @@ final class ServedVariant: Sendable {
     let checksum: String
     /// The request through the database (high priority: a person is looking).
     let request: ImageRequest
-    /// The `v=` of immutable URLs (see ``AppServices/version(_:box:formats:)``).
+    /// The `v=` of immutable URLs (see ``AppServices/version(_:processors:)``).
     let version: String
 
     init(key: ServedVariants.Key, checksum: String, request: ImageRequest, version: String) {
