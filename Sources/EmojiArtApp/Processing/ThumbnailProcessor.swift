@@ -128,10 +128,7 @@ public final class ShrunkOriginals: Sendable {
     /// - Throws: what ``Imaging/probe(_:)`` and ``Imaging/shrink(_:fitting:)`` throw (to every
     ///   caller waiting for the same decode).
     public func shrunk(_ original: ImageCache.Image, fitting box: Int, imaging: Imaging) async throws -> ShrunkImage? {
-        let data = original.data
-        let info = try imaging.probe(data)
-        if info.format == .png || info.format == .gif, Imaging.shrinkCost(of: info, fitting: box) > byteLimit { return nil }
-        let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(data), box: box)
+        let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(original), box: box)
         while true {
             switch state.withLock({ Self.claim(key, in: &$0) }) {
             case let .kept(image):
@@ -139,6 +136,13 @@ public final class ShrunkOriginals: Sendable {
             case .make:
                 let made: ShrunkImage
                 do {
+                    let data = original.data
+                    let info = try imaging.probe(data)
+                    if info.format == .png || info.format == .gif, Imaging.shrinkCost(of: info, fitting: box) > byteLimit {
+                        // Not decoded whole: this caller streams, and each waiter asks again (and streams).
+                        for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(returning: nil) }
+                        return nil
+                    }
                     made = try imaging.shrink(data, fitting: box)
                 } catch {
                     for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(throwing: error) }
@@ -150,7 +154,7 @@ public final class ShrunkOriginals: Sendable {
                 let waited: ShrunkImage? = try await withCheckedThrowingContinuation { continuation in
                     if let now = state.withLock({ Self.wait(key, continuation, in: &$0) }) { continuation.resume(with: now) }
                 }
-                if let waited { return waited }  // Its decoder was done and it was evicted: ask again.
+                if let waited { return waited }  // Evicted already, or too large to keep: ask again.
             }
         }
     }
@@ -167,7 +171,6 @@ public final class ShrunkOriginals: Sendable {
             return .wait
         case nil:
             state.entries[key] = .making(waiters: [])
-            state.made += 1
             return .make
         }
     }
@@ -199,6 +202,7 @@ public final class ShrunkOriginals: Sendable {
     private func keep(_ image: ShrunkImage, for key: Key, in state: inout State) -> [CheckedContinuation<ShrunkImage?, any Error>] {
         var waiters: [CheckedContinuation<ShrunkImage?, any Error>] = []
         if case let .making(waiting) = state.entries[key] { waiters = waiting }
+        state.made += 1
         state.tick += 1
         state.entries[key] = .made(image, lastUse: state.tick)
         // Costs are read now: each entry's boxes were kept since it was.
