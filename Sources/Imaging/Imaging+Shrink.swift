@@ -95,11 +95,22 @@ extension Imaging {
     /// call from many tasks at once.
     /// - Throws: what ``thumbnail(_:fitting:format:)`` throws for the input and the box.
     public func shrink(_ data: [UInt8], fitting size: Int) throws(Error) -> ShrunkImage {
+        // Nothing costs more than Int.max: never nil.
+        try shrink(data, fitting: size, keepingAtMost: .max)!
+    }
+
+    /// ``shrink(_:fitting:)``, or `nil` (nothing decoded) when what it would keep takes more than
+    /// `byteLimit` bytes (``shrinkCost(of:fitting:)``: only a PNG or GIF, kept whole, can). A
+    /// thumbnail of it made with ``thumbnail(_:fitting:format:)`` is the same image, streamed.
+    /// - Throws: what ``shrink(_:fitting:)`` throws.
+    public func shrink(_ data: [UInt8], fitting size: Int, keepingAtMost byteLimit: Int) throws(Error) -> ShrunkImage? {
         try Self.check(width: size, height: size, format: .png)
-        return try withBytes(data) { (bytes) throws(Error) -> ShrunkImage in
+        return try withBytes(data) { (bytes) throws(Error) -> ShrunkImage? in
             let info = try probe(bytes)
             let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
-            if info.format == .png || info.format == .gif {
+            let whole = info.format == .png || info.format == .gif
+            if whole, Self.shrinkCost(of: info, fitting: size) > byteLimit { return nil }
+            if whole {
                 // No shrink-on-load: kept whole, every box is made from the original's own pixels.
                 guard let loaded = cvips_image_new_from_buffer(bytes.baseAddress!, bytes.count, "fail_on=truncated") else {
                     throw corrupt(VipsRuntime.takeErrorMessage())

@@ -125,8 +125,8 @@ public final class ShrunkOriginals: Sendable {
     /// `original` decoded for `box`: kept, being decoded (waited for), or decoded now with
     /// `imaging` and kept; `nil` for a PNG or GIF too large to keep, whose variants are made from
     /// the original itself.
-    /// - Throws: what ``Imaging/probe(_:)`` and ``Imaging/shrink(_:fitting:)`` throw (to every
-    ///   caller waiting for the same decode).
+    /// - Throws: what ``Imaging/shrink(_:fitting:)`` throws (to every caller waiting for the
+    ///   same decode).
     public func shrunk(_ original: ImageCache.Image, fitting box: Int, imaging: Imaging) async throws -> ShrunkImage? {
         let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(original), box: box)
         while true {
@@ -136,14 +136,12 @@ public final class ShrunkOriginals: Sendable {
             case .make:
                 let made: ShrunkImage
                 do {
-                    let data = original.data
-                    let info = try imaging.probe(data)
-                    if info.format == .png || info.format == .gif, Imaging.shrinkCost(of: info, fitting: box) > byteLimit {
+                    guard let decoded = try imaging.shrink(original.data, fitting: box, keepingAtMost: byteLimit) else {
                         // Not decoded whole: this caller streams, and each waiter asks again (and streams).
                         for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(returning: nil) }
                         return nil
                     }
-                    made = try imaging.shrink(data, fitting: box)
+                    made = decoded
                 } catch {
                     for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(throwing: error) }
                     throw error
