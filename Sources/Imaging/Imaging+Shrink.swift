@@ -129,6 +129,14 @@ extension Imaging {
         }
     }
 
+    /// Whether ``shrink(_:fitting:)`` keeps `data` whole, read from its first bytes (the PNG and
+    /// GIF signatures): every thumbnail of such an image is the same made from the kept pixels or
+    /// streamed from the original with ``thumbnail(_:fitting:format:)``, so a caller in a hurry
+    /// may stream it while nothing is kept.
+    public static func keepsWhole(_ data: [UInt8]) -> Bool {
+        data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) || data.starts(with: Array("GIF8".utf8))
+    }
+
     /// At most how many bytes ``shrink(_:fitting:)`` keeps of an image `info` describes at box
     /// `size`, from its header alone (at 2 bytes a sample; the thumbnails' pixels not counted):
     /// a PNG or GIF whole, anything else its thumbnail at `size`. A caller that keeps shrunk

@@ -55,16 +55,38 @@ import Testing
     /// Six variants asked for at once: one decode, the other five wait for its pixels.
     @Test func variantsAskedAtOnceShareOneDecode() async throws {
         let original = try Self.art("🐙")
-        let processors = AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png])
-        let made = try await withThrowingTaskGroup(of: (VariantKind, [UInt8]).self) { group in
-            for (kind, processor) in processors { group.addTask { (kind, try await processor.process(original).data) } }
+        let shrinks = ShrunkOriginals()
+        let processors = [1, 2].flatMap { density in
+            [ServedFormat.avif, .webp, .png].map {
+                ThumbnailProcessor(size: 200 * density, format: $0.output(density: density), shrinkBox: 400, sharing: shrinks)
+            }
+        }
+        let made = try await withThrowingTaskGroup(of: (String, [UInt8]).self) { group in
+            for processor in processors { group.addTask { (processor.identifier, try await processor.process(original).data) } }
             return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
         }
-        let shrinks = try #require(processors.values.first?.shrinks)
         #expect(made.count == 6 && shrinks.counts.made == 1 && shrinks.counts.reused == 5, "\(shrinks.counts)")
         for (kind, processor) in AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .webp, .png]) {
-            #expect(try await processor.process(original).data == made[kind], "\(kind): the same bytes made one at a time")
+            #expect(try await processor.process(original).data == made[processor.identifier], "\(kind): the same bytes made one at a time")
         }
+    }
+
+    /// The PNG made while somebody waits streams an original nothing has decoded (its answer
+    /// does not pay for the decode the other variants share), with the same bytes; once the
+    /// original is kept, it uses the kept pixels.
+    @Test func theVariantMadeWhileSomebodyWaitsStreamsAnOriginalNothingHasDecoded() async throws {
+        let original = try Self.art("🍄")
+        let processors = AppServices.processors(boxes: [.thumbs: 200], formats: [.avif, .png])
+        let png = try #require(processors[VariantKind(route: .thumbs, density: 1, format: .png)])
+        let avif = try #require(processors[VariantKind(route: .thumbs, density: 1, format: .avif)])
+        let shrinks = try #require(png.shrinks)
+        #expect(png.streamsWhenNothingIsKept && !avif.streamsWhenNothingIsKept)
+        let streamed = try await png.process(original)
+        #expect(shrinks.counts.made == 0 && shrinks.counts.reused == 0, "streamed: nothing decoded into the store")
+        _ = try await avif.process(original)
+        let fromKept = try await png.process(original)
+        #expect(shrinks.counts.made == 1 && shrinks.counts.reused == 1, "\(shrinks.counts)")
+        #expect(streamed.data == fromKept.data, "the same bytes either way")
     }
 
     /// A PNG whose decoded pixels would not fit the store is never decoded whole: its variants

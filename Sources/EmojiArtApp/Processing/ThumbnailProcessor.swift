@@ -30,19 +30,32 @@ public struct ThumbnailProcessor: ImageProcessing {
         self.format = format
         shrinkBox = size
         shrinks = nil
+        streamsWhenNothingIsKept = false
         imaging = Imaging(limits: limits)
     }
 
     /// Creates a processor for `size` x `size` thumbnails made from each original shrunk to
     /// `shrinkBox` (raised to `size` if smaller), kept in `shrinks` for the other processors
     /// that share it.
-    public init(size: Int, format: OutputFormat = .png, shrinkBox: Int, sharing shrinks: ShrunkOriginals, limits: Imaging.Limits = .default) {
+    /// With `streamsWhenNothingIsKept`, a PNG or GIF original that nothing has decoded yet (none
+    /// kept, none being decoded) is streamed from the original instead (the same bytes,
+    /// ``Imaging/keepsWhole(_:)``), leaving the decode to the variants that follow: for the one
+    /// variant made while somebody waits, whose answer should not pay for the others.
+    public init(
+        size: Int, format: OutputFormat = .png, shrinkBox: Int, sharing shrinks: ShrunkOriginals,
+        streamsWhenNothingIsKept: Bool = false, limits: Imaging.Limits = .default
+    ) {
         self.size = size
         self.format = format
         self.shrinkBox = max(size, shrinkBox)
         self.shrinks = shrinks
+        self.streamsWhenNothingIsKept = streamsWhenNothingIsKept
         imaging = Imaging(limits: limits)
     }
+
+    /// Whether a PNG or GIF original nothing has decoded yet is streamed (see
+    /// ``init(size:format:shrinkBox:sharing:streamsWhenNothingIsKept:limits:)``).
+    public let streamsWhenNothingIsKept: Bool
 
     /// The app's 1x PNG thumbnail in a `size` box, as `sync` and the web app make it (the same
     /// cache key): from the original shrunk to the 2x box.
@@ -58,7 +71,8 @@ public struct ThumbnailProcessor: ImageProcessing {
 
     public func process(_ image: ImageCache.Image) async throws -> ImageCache.Image {
         let thumbnail: EncodedImage
-        if let shrinks, let shrunk = try await shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging) {
+        if let shrinks, !(streamsWhenNothingIsKept && shrinks.isUntouched(image, fitting: shrinkBox) && Imaging.keepsWhole(image.data)),
+           let shrunk = try await shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging) {
             thumbnail = try imaging.thumbnail(of: shrunk, fitting: size, format: format)
         } else {
             thumbnail = try imaging.thumbnail(image.data, fitting: size, format: format)
@@ -155,6 +169,12 @@ public final class ShrunkOriginals: Sendable {
                 if let waited { return waited }  // Evicted already, or too large to keep: ask again.
             }
         }
+    }
+
+    /// Whether nothing is kept of `original` for `box`, and nobody is decoding it.
+    public func isUntouched(_ original: ImageCache.Image, fitting box: Int) -> Bool {
+        let key = Key(original: original.originalSHA256 ?? SHA256Hex.digest(original), box: box)
+        return state.withLock { $0.entries[key] == nil }
     }
 
     private static func claim(_ key: Key, in state: inout State) -> Claim {

@@ -61,7 +61,9 @@ struct AppServices: Sendable {
 
     /// Makes the processors of `boxes` at every density in `formats`. They share one
     /// ``ShrunkOriginals``: each original is decoded once (a JPEG or WebP shrunk to its route's
-    /// largest box, the 2x), and each variant is made from those pixels.
+    /// largest box, the 2x), and each variant is made from those pixels; but a PNG variant (made
+    /// while somebody waits) streams a PNG original that nothing has decoded yet, with the same
+    /// bytes, so its answer is as quick as it was before the store.
     static func processors(boxes: [ImageRoute: Int], formats: [ServedFormat]) -> [VariantKind: ThumbnailProcessor] {
         var processors: [VariantKind: ThumbnailProcessor] = [:]
         let shrinks = ShrunkOriginals()
@@ -69,8 +71,10 @@ struct AppServices: Sendable {
             let shrinkBox = box * VariantKind.densities.max()!
             for density in VariantKind.densities {
                 for format in formats {
+                    // The format made while somebody waits streams a PNG original nothing has decoded yet.
                     processors[VariantKind(route: route, density: density, format: format)] = ThumbnailProcessor(
-                        size: box * density, format: format.output(density: density), shrinkBox: shrinkBox, sharing: shrinks
+                        size: box * density, format: format.output(density: density), shrinkBox: shrinkBox, sharing: shrinks,
+                        streamsWhenNothingIsKept: format.isQuickToEncode
                     )
                 }
             }
