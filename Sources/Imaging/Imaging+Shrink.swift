@@ -133,8 +133,8 @@ extension Imaging {
     /// GIF signatures): every thumbnail of such an image is the same made from the kept pixels or
     /// streamed from the original with ``thumbnail(_:fitting:format:)``, so a caller in a hurry
     /// may stream it while nothing is kept.
-    public static func keepsWhole(_ data: [UInt8]) -> Bool {
-        data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) || data.starts(with: Array("GIF8".utf8))
+    public static func keepsWhole(_ data: some Collection<UInt8>) -> Bool {
+        data.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) || data.starts(with: "GIF8".utf8)
     }
 
     /// At most how many bytes ``shrink(_:fitting:)`` keeps of an image `info` describes at box
@@ -181,37 +181,38 @@ extension Imaging {
         if (base.width > base.height) != (width > height), base.width != base.height {
             swap(&width, &height)  // turned by its EXIF orientation on load
         }
-        let image: VipsImage
-        if shrunk.form == .whole {
+        func thumbnailer() throws(Error) -> VipsImage {
+            try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
+        }
+        switch shrunk.form {
+        case .whole:
             // The original's own pixels: the path ``thumbnail(_:fitting:format:)`` takes.
             let scale = min(Double(size) / Double(base.width), Double(size) / Double(base.height))
-            if base.isEightBitRGB, base.hasAlpha, scale < 1 {
-                let premultiplied = try Self.premultipliedEightBit(base, failure: failure)
-                let resized = try VipsImage.make("resize", failure: failure) {
-                    cvips_resize(premultiplied.pointer, $0, Double(width) / Double(base.width), Double(height) / Double(base.height))
-                }
-                image = try Self.straight(resized, failure: failure)
-            } else {
-                image = try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
+            guard base.isEightBitRGB, base.hasAlpha, scale < 1 else { return try thumbnailer() }
+            return try straight(premultipliedResize(base, width: width, height: height, failure: failure), failure: failure)
+        case .shrunk:
+            if size == shrunk.box || (width >= base.width && height >= base.height) { return base }
+            if base.isEightBitRGB, base.hasAlpha {
+                // Premultiplied in 8 bits, as a thumbnail of an RGBA PNG is (no colour bleeds).
+                return try straight(premultipliedResize(base, width: width, height: height, failure: failure), failure: failure)
             }
-        } else if size == shrunk.box || (width >= base.width && height >= base.height) {
-            image = base
-        } else if base.isEightBitRGB && base.hasAlpha {
-            // Premultiplied in 8 bits, as a thumbnail of an RGBA PNG is (no colour bleeds).
-            let premultiplied = try Self.premultipliedEightBit(base, failure: failure)
-            let resized = try VipsImage.make("resize", failure: failure) {
-                cvips_resize(premultiplied.pointer, $0, Double(width) / Double(base.width), Double(height) / Double(base.height))
-            }
-            image = try Self.straight(resized, failure: failure)
-        } else if !base.hasAlpha {
-            image = try VipsImage.make("resize", failure: failure) {
+            // Alpha in more than 8 bits: libvips' thumbnailer premultiplies in float itself.
+            if base.hasAlpha { return try thumbnailer() }
+            return try VipsImage.make("resize", failure: failure) {
                 cvips_resize(base.pointer, $0, Double(width) / Double(base.width), Double(height) / Double(base.height))
             }
-        } else {
-            // Alpha in more than 8 bits: libvips' thumbnailer premultiplies in float itself.
-            image = try VipsImage.make("thumbnail", failure: failure) { cvips_thumbnail_image(base.pointer, $0, Int32(size), Int32(size)) }
         }
-        return image
+    }
+
+    /// `image` (8-bit RGBA) premultiplied by alpha in 8 bits, then resized (Lanczos-3) to
+    /// `width` x `height`: still premultiplied.
+    static func premultipliedResize(
+        _ image: VipsImage, width: Int, height: Int, failure: @escaping (String) -> Error
+    ) throws(Error) -> VipsImage {
+        let premultiplied = try premultipliedEightBit(image, failure: failure)
+        return try VipsImage.make("resize", failure: failure) {
+            cvips_resize(premultiplied.pointer, $0, Double(width) / Double(image.width), Double(height) / Double(image.height))
+        }
     }
 
     /// `image` (8-bit RGBA) premultiplied by alpha, in 8 bits.

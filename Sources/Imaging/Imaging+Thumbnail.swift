@@ -79,10 +79,7 @@ extension Imaging {
         let input = VipsImage(loaded)
         guard input.isEightBitRGB, input.hasAlpha else { return nil }
         let (targetWidth, targetHeight) = Self.fittedSize(width: info.width, height: info.height, boxWidth: width, boxHeight: height)
-        let eightBit = try Self.premultipliedEightBit(input, failure: failure)
-        return try VipsImage.make("resize", failure: failure) {
-            cvips_resize(eightBit.pointer, $0, Double(targetWidth) / Double(info.width), Double(targetHeight) / Double(info.height))
-        }
+        return try Self.premultipliedResize(input, width: targetWidth, height: targetHeight, failure: failure)
     }
 }
 

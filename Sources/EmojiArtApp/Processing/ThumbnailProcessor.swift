@@ -58,9 +58,9 @@ public struct ThumbnailProcessor: ImageProcessing {
     public let streamsWhenNothingIsKept: Bool
 
     /// The app's 1x PNG thumbnail in a `size` box, as `sync` and the web app make it (the same
-    /// cache key): from the original shrunk to the 2x box.
+    /// processor, so the same cache key and bytes).
     public static func catalogThumbnail(size: Int) -> ThumbnailProcessor {
-        ThumbnailProcessor(size: size, shrinkBox: size * 2, sharing: ShrunkOriginals())
+        AppServices.processors(boxes: [.thumbs: size], formats: [.png])[VariantKind(route: .thumbs, density: 1, format: .png)]!
     }
 
     /// `thumbnail-200-png`, or `thumbnail-200-of-400-avif60e2` when made from a larger shrink:
@@ -71,7 +71,9 @@ public struct ThumbnailProcessor: ImageProcessing {
 
     public func process(_ image: ImageCache.Image) async throws -> ImageCache.Image {
         let thumbnail: EncodedImage
-        if let shrinks, !(streamsWhenNothingIsKept && shrinks.isUntouched(image, fitting: shrinkBox) && Imaging.keepsWhole(image.data)),
+        // The signature is read in place (no copy of the original), before the store's key is.
+        if let shrinks,
+           !(streamsWhenNothingIsKept && image.withUnsafeBytes { Imaging.keepsWhole($0) } && shrinks.isUntouched(image, fitting: shrinkBox)),
            let shrunk = try await shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging) {
             thumbnail = try imaging.thumbnail(of: shrunk, fitting: size, format: format)
         } else {
