@@ -92,6 +92,9 @@ let package = Package(
             name: "HTTPCaching",
             swiftSettings: swiftSettings
         ),
+        // Built with `NonisolatedNonsendingByDefault` (the next language mode's rule: a nonisolated
+        // async function runs on its caller's actor): what must run off the `ImageDatabase` actor
+        // says so with `@concurrent`, and a test shows the actor free while it runs.
         .target(
             name: "ImageCache",
             dependencies: [
@@ -105,7 +108,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings + [.enableUpcomingFeature("NonisolatedNonsendingByDefault")]
         ),
         // The feed's wire types (`ImageFile`), which the gallery writes and the app reads.
         .target(

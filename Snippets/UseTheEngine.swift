@@ -1,4 +1,6 @@
 // One pipeline with one configuration: memory, a crash-safe disk, limits and a custom processor.
+// Needs an image server: the project's gallery (`emojiart gallery --port 8080`, or `make run`),
+// or GALLERY=http://host:port naming one with the same /gallery/image?N paths.
 import Foundation
 import ImageCache
 
@@ -23,7 +25,8 @@ let pipeline = ImagePipeline(configuration: .init(
 ))
 await pipeline.setUp()  // optional: the first lookup that needs the disk does it
 
-let url = URL(string: "http://127.0.0.1:8080/gallery/image?7")!
+let gallery = ProcessInfo.processInfo.environment["GALLERY"] ?? "http://127.0.0.1:8080"
+let url = URL(string: "\(gallery)/gallery/image?7")!
 let image = try await pipeline.image(for: ImageRequest(url: url))
 do {
     let tagged = try await pipeline.response(for: ImageRequest(url: url, processor: Tagged()))
@@ -35,3 +38,5 @@ print(image.byteCount, await pipeline.stats().memoryHits)
 
 // clearMemory() empties memory; clear() empties memory and the disk.
 await pipeline.clearMemory()
+// Before the program ends: answers do not wait for their disk writes, flush() does.
+await pipeline.flush()

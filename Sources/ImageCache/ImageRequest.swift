@@ -10,11 +10,11 @@ public import FoundationNetworking
 /// own while the original bytes are fetched once for all of them.
 public struct ImageRequest: Sendable {
     /// The URL of the original image.
-    public var url: URL { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor) } }
+    public var url: URL { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor, acceptsAnyData) } }
     /// Extra request headers sent to the origin.
     public var headers: [String: String]
     /// The processor making this variant; `nil` for the original bytes.
-    public var processor: (any ImageProcessing)? { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor) } }
+    public var processor: (any ImageProcessing)? { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor, acceptsAnyData) } }
     /// Lowercase hex SHA-256 the original bytes must have (the feed's checksum); a mismatch is
     /// an error and nothing is cached.
     public var expectedSHA256: String?
@@ -26,6 +26,12 @@ public struct ImageRequest: Sendable {
     /// Where this request's work goes in each stage's queue; ``Priority/normal`` by default. To
     /// change it while the request waits, start it as an ``ImageTask``.
     public var priority: Priority
+    /// Whether the origin's bytes are kept whatever they are. By default (`false`) bytes that
+    /// begin as no image format the cache knows are refused with
+    /// ``ImagePipeline/Error/notAnImage(url:contentType:)`` before they are answered or cached.
+    /// A request that takes any data is cached under a key of its own (its ``cacheKey`` ends in
+    /// `#data`), so its bytes never answer a request for an image.
+    public var acceptsAnyData: Bool { didSet { (cacheKey, originalCacheKey) = Self.keys(url, processor, acceptsAnyData) } }
 
     /// Creates a request.
     /// - Parameters:
@@ -36,6 +42,7 @@ public struct ImageRequest: Sendable {
     ///   - retryingFailures: forget a failure remembered for this key and try again.
     ///   - cachePolicy: how the request uses the cache.
     ///   - priority: where its work goes in each stage's queue.
+    ///   - acceptsAnyData: keep the origin's bytes even when they are no image.
     public init(
         url: URL,
         processor: (any ImageProcessing)? = nil,
@@ -43,11 +50,13 @@ public struct ImageRequest: Sendable {
         headers: [String: String] = [:],
         retryingFailures: Bool = false,
         cachePolicy: CachePolicy = .useProtocolCachePolicy,
-        priority: Priority = .normal
+        priority: Priority = .normal,
+        acceptsAnyData: Bool = false
     ) {
         self.url = url
         self.processor = processor
-        (cacheKey, originalCacheKey) = Self.keys(url, processor)
+        self.acceptsAnyData = acceptsAnyData
+        (cacheKey, originalCacheKey) = Self.keys(url, processor, acceptsAnyData)
         self.expectedSHA256 = expectedSHA256.map { digest in
             (digest.hasPrefix("sha256:") ? String(digest.dropFirst(7)) : digest).lowercased()
         }
@@ -64,16 +73,17 @@ public struct ImageRequest: Sendable {
         self.init(url: url, headers: urlRequest.allHTTPHeaderFields ?? [:], cachePolicy: CachePolicy(urlRequest.cachePolicy))
     }
 
-    /// The key this request's result is cached under: the URL, then `#` and the processor's
-    /// identifier for a variant. Computed once, when the URL or processor is set.
+    /// The key this request's result is cached under: the URL (then `#data` when it
+    /// ``acceptsAnyData``), then `#` and the processor's identifier for a variant. Computed once,
+    /// when the URL, processor or ``acceptsAnyData`` is set.
     public private(set) var cacheKey: String
 
     /// The cache key of the original bytes: ``original``'s ``cacheKey``, kept so that a memory
     /// hit of a variant, which checks its original, builds no request and no string.
     private(set) var originalCacheKey: String
 
-    private static func keys(_ url: URL, _ processor: (any ImageProcessing)?) -> (key: String, original: String) {
-        let original = url.absoluteString
+    private static func keys(_ url: URL, _ processor: (any ImageProcessing)?, _ anyData: Bool) -> (key: String, original: String) {
+        let original = anyData ? url.absoluteString + "#data" : url.absoluteString
         guard let processor else { return (original, original) }
         return (original + "#" + processor.identifier, original)
     }

@@ -200,7 +200,7 @@ enum ExtremeEntries {
             try Data(bytes).write(to: directory.url.appendingPathComponent(storage.fileName(forKey: key)))
             let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             _ = try? await database.image(for: ImageRequest(url: URL(string: key)!, cachePolicy: .returnCacheDataDontLoad))
-            _ = await database.cachedImage(forKey: key)
+            _ = await database.storedImage(forKey: key)
         }
     }
 

@@ -62,12 +62,12 @@ import TestSupport
                 try await model.loadImages()
                 let listed = await model.imageFeed
                 let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-                let stored = try #require(await database.cachedImage(forKey: storedKey))
+                let stored = try #require(await database.storedImage(forKey: storedKey))
                 proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
                 guard let reason = await invalidFeedReason(loading: model) else { return }
                 #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
                 #expect(await model.imageFeed == listed, "the catalog in use stays")
-                #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+                #expect(await database.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
                 await model.verifyImages()
                 #expect(elsewhere.totalRequests == 0)
             }
@@ -82,13 +82,13 @@ import TestSupport
             let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
             let listed = try await model.loadImages()
             let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-            let stored = try #require(await database.cachedImage(forKey: storedKey))
+            let stored = try #require(await database.storedImage(forKey: storedKey))
             let limit = EmojiArtModel.maxFeedEntries
             proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
             guard let reason = await invalidFeedReason(loading: model) else { return }
             #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
             #expect(await model.imageFeed == listed, "the catalog in use stays")
-            #expect(await database.cachedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+            #expect(await database.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
             proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
             #expect(try await model.loadImages().count == limit)
         }

@@ -86,7 +86,7 @@ import TestSupport
                 let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 #expect(model.phase.value == .ready && model.feedOrigin.value == .downloaded)
-                let storedBefore = try #require(await database.cachedImage(forKey: Self.feedKey(proxyURL)))
+                let storedBefore = try #require(await database.storedImage(forKey: Self.feedKey(proxyURL)))
 
                 switch attack {
                 case "unsigned": proxy.attack(.notModifiedUnsigned)
@@ -116,7 +116,7 @@ import TestSupport
                 }
                 #expect(failure.reason == reason && lastAuthenticated == storedBefore.cacheHeaders?.responseTime)
                 // The refused 304's fields overwrote nothing.
-                let storedAfter = try #require(await database.cachedImage(forKey: Self.feedKey(proxyURL)))
+                let storedAfter = try #require(await database.storedImage(forKey: Self.feedKey(proxyURL)))
                 #expect(storedAfter.cacheHeaders == storedBefore.cacheHeaders && storedAfter.data == storedBefore.data)
 
                 // The gallery signs again: the next load confirms the catalog and the notice goes.

@@ -24,14 +24,14 @@ import TestSupport
         await database.add(Image(data: [1, 2, 3], contentType: "image/png"), forKey: request.cacheKey)
 
         // No stream open: nothing is read, and a hit follows no counter.
-        #expect(database.cachedImage(for: request) != nil)
+        #expect(database.answerFromMemory(request) != nil)
         #expect(broadcast.latest.value.sequence == 0 && clock.sleeperCount == 0)
 
         // A stream starts with the counts of its opening; then the broadcast reads every interval.
         var events = await broadcast.events().makeAsyncIterator()
         #expect(try #require(await events.next()).contains("\"memoryHits\":1"))
         await clock.waitForSleepers(1)
-        for _ in 0..<3 { #expect(database.cachedImage(for: request) != nil) }
+        for _ in 0..<3 { #expect(database.answerFromMemory(request) != nil) }
         let before = broadcast.latest.value.sequence
         clock.advance(by: .milliseconds(100))
         let next = try #require(await events.next())

@@ -35,7 +35,7 @@ import GalleryFeed
     static func forgeStoredFeed(of galleryURL: URL, in directory: URL) async throws -> Double {
         let key = SignedRevalidationTests.feedKey(galleryURL)
         let database = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
-        let found = await database.cachedImage(forKey: key)
+        let found = await database.storedImage(forKey: key)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
@@ -62,13 +62,13 @@ import GalleryFeed
             // Two editions, both accepted by this machine.
             let (first, firstDatabase) = start(galleryURL)
             _ = try await first.loadImages()
-            let old = try #require(await firstDatabase.cachedImage(forKey: key))
+            let old = try #require(await firstDatabase.storedImage(forKey: key))
             var request = URLRequest(url: galleryURL.appendingPathComponent("gallery/test/revise"))
             request.httpMethod = "POST"
             _ = try await URLSession.shared.data(for: request)
             let (second, secondDatabase) = start(galleryURL)
             let current = try await second.loadImages()
-            let stored = try #require(await secondDatabase.cachedImage(forKey: key))
+            let stored = try #require(await secondDatabase.storedImage(forKey: key))
             #expect(stored.data != old.data, "the revision changed the feed")
 
             // Someone who can write the cache puts the old edition's bytes under the current
@@ -110,7 +110,7 @@ import GalleryFeed
             #expect(text.contains("the stored catalog of \(galleryURL.absoluteString) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"), "\(text)")
             #expect(offline.signatureFailures.value == ["stored_feed_unknown": 1])
             #expect(await offline.imageFeed.isEmpty)
-            #expect(await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL)) == nil, "removed from the cache")
+            #expect(await database.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL)) == nil, "removed from the cache")
         }
     }
 
@@ -132,7 +132,7 @@ import GalleryFeed
                 let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
                 #expect(metrics.contains(#"emojiart_feed_signature_failures_total{reason="stored_feed_unknown"} 1"#), "\(metrics)")
             }
-            let found = await database.cachedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
+            let found = await database.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
             let stored = try #require(found)
             #expect(try JSONDecoder().decode([ImageFile].self, from: Data(stored.data)) == genuine)
 
@@ -178,7 +178,7 @@ import GalleryFeed
         let gallery = "http://127.0.0.1:\(port)"
         let feedKey = gallery + "/gallery/images#verified-by=" + key.fingerprint
         let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
-        let found = await database.cachedImage(forKey: feedKey)
+        let found = await database.storedImage(forKey: feedKey)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
@@ -191,7 +191,7 @@ import GalleryFeed
         #expect(offline.status == 1, "\(offline.output)")
         #expect(offline.output.contains(message), "\(offline.output)")
         await database.clearMemory()
-        #expect(await database.cachedImage(forKey: feedKey) == nil, "removed from the cache")
+        #expect(await database.storedImage(forKey: feedKey) == nil, "removed from the cache")
 
         // The gallery stopped: nothing else to show, the same words.
         await database.store(image: forged, forKey: feedKey)

@@ -66,7 +66,9 @@ final class TamperingProxy: Sendable {
     private let feedRequestCount = Mutex(0)
 
     /// The bytes served instead of a replaced image.
-    static let forgedImage: [UInt8] = Array("not the gallery's art".utf8)
+    /// Begins as a PNG (a forger sends an image: bytes that are none are refused before their
+    /// digest is even asked), and is not the gallery's art.
+    static let forgedImage: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array("not the gallery's art".utf8)
 
     private let state: Mutex<(upstream: URL, attack: Attack)>
     /// Every feed 200 passed on, as it was: status, fields and body.

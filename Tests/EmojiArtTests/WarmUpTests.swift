@@ -49,7 +49,7 @@ import TestSupport
                     for format in services.formats {
                         let kind = VariantKind(route: .thumbs, density: density, format: format)
                         let request = try #require(services.variant(piece: piece, kind: kind)).request
-                        let image = try #require(database.cachedImage(for: request), "\(piece) \(kind)")
+                        let image = try #require(database.answerFromMemory(request), "\(piece) \(kind)")
                         #expect(image.contentType == "image/\(format.rawValue)")
                         bytes += image.byteCount
                     }
@@ -137,7 +137,7 @@ import TestSupport
                 let file = try #require(model.feedByPiece.value[piece])
                 let kind = VariantKind(route: .thumbs, density: 2, format: services.formats[0])
                 let variant = try #require(services.variant(piece: piece, kind: kind))
-                let image = try #require(database.cachedImage(for: variant.request))
+                let image = try #require(database.answerFromMemory(variant.request))
                 #expect(image.originalSHA256.map { "sha256:" + $0 } == file.checksum, "piece \(piece): the new art's")
             }
         }

@@ -19,7 +19,7 @@ import TestSupport
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         fetcher.open()
         for other in others {
-            #expect(try await other.value.data == Array(url.absoluteString.utf8))
+            #expect(try await other.value.data == pngTagged(url.absoluteString))
         }
         #expect(fetcher.started.value == 1)
         #expect(fetcher.cancelled.value == 0)

@@ -99,7 +99,7 @@ import TestSupport
         try await origin.run { (base) async throws in
             let pipeline = pipeline()
             let request = ImageRequest(url: base.appendingPathComponent("images/late"))
-            #expect(pipeline.cachedImage(for: request) == nil, "the front door's miss")
+            #expect(pipeline.answerFromMemory(request) == nil, "the front door's miss")
             _ = try await pipeline.image(for: request)  // another request's whole flight, meanwhile
             let before = await pipeline.stats()
             // What the front door does after its miss: the flight, on the actor.

@@ -141,13 +141,13 @@ import TestSupport
         let disk = try #require(pipeline.disk)
         let stored = ImageRequest(url: URL(string: "http://127.0.0.1:1/stored")!)
         let inMemoryOnly = ImageRequest(url: URL(string: "http://127.0.0.1:1/memory")!)
-        #expect(pipeline.cachedImage(for: stored) == nil && pipeline.cachedImage(for: inMemoryOnly) == nil, "an empty cache answered")
+        #expect(pipeline.answerFromMemory(stored) == nil && pipeline.answerFromMemory(inMemoryOnly) == nil, "an empty cache answered")
         #expect(!pipeline.isCached(stored) && !disk.contains(key: stored.cacheKey))
 
         await pipeline.store(image: Image(data: payload(3), contentType: "image/png"), forKey: stored.cacheKey)
         #expect(pipeline.isCached(stored) && disk.contains(key: stored.cacheKey))
         #expect(try disk.read(forKey: stored.cacheKey)?.data == payload(3))
-        #expect(pipeline.cachedImage(for: stored)?.data == payload(3))
+        #expect(pipeline.answerFromMemory(stored)?.data == payload(3))
 
         await pipeline.add(Image(data: payload(4), contentType: "image/png"), forKey: inMemoryOnly.cacheKey)
         #expect(pipeline.isCached(inMemoryOnly), "memory holds it")

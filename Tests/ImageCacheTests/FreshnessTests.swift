@@ -57,7 +57,7 @@ import TestSupport
         }
     }
 
-    /// A server's event loop asks memory alone (`cachedImage(for:)`) and, on a miss, hands the
+    /// A server's event loop asks memory alone (`answerFromMemory(_:)`) and, on a miss, hands the
     /// request on to `image(for:)`: when the entry was stale and another request refreshed it in
     /// between, the handed-on request takes the fresh entry and does not revalidate again.
     @Test func aStaleMissHandedOnTakesAnEntryRefreshedInBetween() async throws {
@@ -65,7 +65,7 @@ import TestSupport
             let pipeline = pipeline()
             _ = try await pipeline.image(for: ImageRequest(url: url))
             clock.advance(by: 61)
-            #expect(pipeline.cachedImage(for: ImageRequest(url: url)) == nil, "a stale entry is a miss")
+            #expect(pipeline.answerFromMemory(ImageRequest(url: url)) == nil, "a stale entry is a miss")
             _ = try await pipeline.image(for: ImageRequest(url: url))  // another request revalidates: 304
             #expect(origin.requests("a") == 2 && origin.notModified("a") == 1)
             #expect(try await pipeline.image(for: ImageRequest(url: url)).data == payload(1))
@@ -79,10 +79,10 @@ import TestSupport
     @Test func aMissHandedOnLoadsAsALookupWould() async throws {
         try await withOrigin { (origin, url) async throws in
             let pipeline = pipeline()
-            #expect(pipeline.cachedImage(for: ImageRequest(url: url)) == nil, "nothing is in memory yet")
+            #expect(pipeline.answerFromMemory(ImageRequest(url: url)) == nil, "nothing is in memory yet")
             #expect(try await pipeline.image(for: ImageRequest(url: url)).data == payload(1))
             #expect(origin.requests("a") == 1)
-            #expect(pipeline.cachedImage(for: ImageRequest(url: url))?.data == payload(1), "the loaded image is in memory")
+            #expect(pipeline.answerFromMemory(ImageRequest(url: url))?.data == payload(1), "the loaded image is in memory")
             #expect(await pipeline.stats().memoryHits == 1)
         }
     }

@@ -46,7 +46,7 @@ final class GatedFetcher: ImageFetching {
             cancelled.update { $0 += 1 }
             throw error
         }
-        return Image(data: Array(request.url.absoluteString.utf8), contentType: "image/png")
+        return Image(data: pngTagged(request.url.absoluteString), contentType: "image/png")
     }
 }
 
@@ -61,9 +61,16 @@ func reach(_ counter: LiveCounter, _ target: Int) async {
     for await current in counter.stream() where current >= target { return }
 }
 
-/// Deterministic image-like payloads of a given size.
+/// Deterministic image-like payloads of a given size: a PNG's signature (the pipeline answers
+/// only bytes that begin as an image), then bytes that differ by seed.
 func payload(_ seed: Int, size: Int = 30_000) -> [UInt8] {
-    (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7) }
+    let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+    return Array(signature.prefix(size)) + (signature.count..<max(size, signature.count)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7) }
+}
+
+/// `text`'s bytes after a PNG's signature: a payload a test can read back.
+func pngTagged(_ text: String) -> [UInt8] {
+    [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(text.utf8)
 }
 
 extension ImagePipeline {

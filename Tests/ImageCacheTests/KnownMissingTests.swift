@@ -47,12 +47,12 @@ import TestSupport
             #expect(origin.requests("gone") == 2)
 
             // Once the origin has it, the image replaces the known-missing entry.
-            origin.set("gone", .image([1, 2, 3]))
+            origin.set("gone", .image(payload(1, size: 11)))
             let reloading = pipeline()
             await reloading.setUp()
             let found = try await reloading.imageStored(for: ImageRequest(url: url, cachePolicy: .reloadIgnoringCacheData))
-            #expect(found.data == [1, 2, 3])
-            #expect(try await pipeline().image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)).data == [1, 2, 3])
+            #expect(found.data == payload(1, size: 11))
+            #expect(try await pipeline().image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad)).data == payload(1, size: 11))
         }
     }
 
@@ -73,14 +73,14 @@ import TestSupport
             #expect(origin.requests("hidden") == 1, "the same edition: answered from the stored 404")
 
             // The next edition lists new bytes for the piece: the stored 404 is not about them.
-            let new = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest([1, 2, 3]))
+            let new = ImageRequest(url: hidden, expectedSHA256: SHA256Hex.digest(payload(2, size: 11)))
             let offline = ImageRequest(url: hidden, expectedSHA256: new.expectedSHA256, cachePolicy: .returnCacheDataDontLoad)
             await #expect(performing: { try await pipeline().image(for: offline) }, throws: { error in
                 if case ImagePipeline.Error.notCached = error { return true }
                 return false
             })
-            origin.set("hidden", .image([1, 2, 3]))
-            #expect(try await pipeline().image(for: new).data == [1, 2, 3])
+            origin.set("hidden", .image(payload(2, size: 11)))
+            #expect(try await pipeline().image(for: new).data == payload(2, size: 11))
             #expect(origin.requests("hidden") == 2)
 
             // The same edition, a day later: asked again, however long the 404 said it lasts.
@@ -117,9 +117,9 @@ import TestSupport
             await #expect(performing: { try await pipeline.image(for: old) }, throws: isStatus(404))
             await #expect(performing: { try await pipeline.image(for: old) }, throws: isStatus(404))
             #expect(origin.requests("later") == 1, "remembered for the same bytes")
-            origin.set("later", .image([5, 6]))
-            let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest([5, 6]))
-            #expect(try await pipeline.image(for: new).data == [5, 6])
+            origin.set("later", .image(payload(3, size: 10)))
+            let new = ImageRequest(url: url, expectedSHA256: SHA256Hex.digest(payload(3, size: 10)))
+            #expect(try await pipeline.image(for: new).data == payload(3, size: 10))
             #expect(origin.requests("later") == 2)
         }
     }
@@ -163,7 +163,7 @@ import TestSupport
     /// Every request sent ends as exactly one kind of answer, or none.
     @Test func originCountersAddUp() async throws {
         let origin = TestOrigin()
-        origin.set("a", .image([1, 2, 3]))
+        origin.set("a", .image(payload(4, size: 11)))
         origin.set("b", .statusWithCacheControl(404, "max-age=60"))
         origin.set("c", .status(410))
         origin.set("d", .status(503))

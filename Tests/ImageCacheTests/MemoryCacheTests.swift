@@ -38,14 +38,14 @@ import Testing
         let a = ImageRequest(url: try #require(URL(string: "http://127.0.0.1:1/a")))
         let missing = ImageRequest(url: try #require(URL(string: "http://127.0.0.1:1/missing")))
         await pipeline.add(image(10), forKey: a.cacheKey)
-        _ = pipeline.cachedImage(for: a)
-        _ = pipeline.cachedImage(for: a)
-        _ = pipeline.cachedImage(for: missing)
+        _ = pipeline.answerFromMemory(a)
+        _ = pipeline.answerFromMemory(a)
+        _ = pipeline.answerFromMemory(missing)
         var counts = pipeline.onMemoryAccess.makeAsyncIterator()
         #expect(await counts.next() == 2)
         #expect(pipeline.memory.peek(a.cacheKey) != nil)
         _ = pipeline.memory.peek(a.cacheKey)  // peeking is not a hit
-        _ = await pipeline.cachedImage(forKey: a.cacheKey)  // nor is reading what is stored
+        _ = await pipeline.storedImage(forKey: a.cacheKey)  // nor is reading what is stored
         var again = pipeline.onMemoryAccess.makeAsyncIterator()
         #expect(await again.next() == 2)
     }

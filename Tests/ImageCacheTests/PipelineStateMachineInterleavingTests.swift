@@ -134,7 +134,7 @@ import TestSupport
                 answer(number)
                 answerAll(machine.finish(caller.flight))
             case 5:  // a handed-off flight's work queues for the processing slot
-                guard let flight = machine.flight(forKey: key), !flight.leading else { continue }
+                guard let flight = machine.flight(forKey: key), flight.work != nil else { continue }
                 let entry = machine.makeID()
                 let waiter = 10_000 + Int(entry)
                 switch machine.enqueue(.processing, id: entry, flight: flight.id, host: nil, waiter: waiter).action {
@@ -163,7 +163,7 @@ import TestSupport
                     }
                 }
             case 7:  // a handed-off flight's work finishes, well or badly
-                guard let flight = machine.flight(forKey: key), !flight.leading else { continue }
+                guard let flight = machine.flight(forKey: key), flight.work != nil else { continue }
                 let failure = random.next() % 2 == 0 ? (PlainHandles.Failure(reason: "x"), until: now + 3) : nil
                 answerAll(machine.finish(flight.id, remembering: failure))
                 for (number, caller) in callers where caller.flight == flight.id && caller.phase == .pending {

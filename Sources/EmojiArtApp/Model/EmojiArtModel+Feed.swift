@@ -173,7 +173,7 @@ extension EmojiArtModel {
         var stored: StoredFeed?
         // Why the stored feed was refused, when it was: what to say when nothing else is had.
         var storedRefusal: SignatureFailure?
-        if let trusted, let image = await database.cachedImage(forKey: feedCacheKey(fingerprint: trusted)) {
+        if let trusted, let image = await database.storedImage(forKey: feedCacheKey(fingerprint: trusted)) {
             // The cache directory may be written by others: its bytes are used only while they
             // are those of a feed this machine authenticated from this gallery with that key.
             let standing: TrustStore.FeedStanding

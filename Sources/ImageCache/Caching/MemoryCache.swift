@@ -23,6 +23,9 @@ public final class MemoryCache: Sendable {
         var writing: [String: (image: Image, write: UInt64)] = [:]
         var writingBytes = 0
         var maxWritingBytes = 0
+        /// Writes under way (two of one key count twice): the one record of pending writes,
+        /// which ``ImagePipeline/flush()`` waits to see at 0.
+        var writes = 0
 
         /// The image for `key`, in the budget or held for its write.
         func peek(_ key: String) -> Image? {
@@ -119,6 +122,7 @@ public final class MemoryCache: Sendable {
         storage.withLock { storage in
             storage.writing[key] = (image, write)
             storage.writingBytes += image.byteCount
+            storage.writes += 1
             storage.maxWritingBytes = max(storage.maxWritingBytes, storage.writingBytes)
         }
     }
@@ -128,6 +132,7 @@ public final class MemoryCache: Sendable {
         storage.withLock { storage in
             if storage.writing[key]?.write == write { storage.writing[key] = nil }
             storage.writingBytes -= bytes
+            storage.writes -= 1
         }
     }
 
@@ -141,9 +146,10 @@ public final class MemoryCache: Sendable {
         storage.withLock { $0.writing[key] != nil }
     }
 
-    /// Images waiting for their disk writes: how many, their bytes, and the most bytes held at once.
-    var heldForWrites: (count: Int, bytes: Int, maxBytes: Int) {
-        storage.withLock { ($0.writing.count, $0.writingBytes, $0.maxWritingBytes) }
+    /// Images waiting for their disk writes: how many keys, the writes under way, their bytes,
+    /// and the most bytes held at once.
+    var heldForWrites: (count: Int, writes: Int, bytes: Int, maxBytes: Int) {
+        storage.withLock { ($0.writing.count, $0.writes, $0.writingBytes, $0.maxWritingBytes) }
     }
 
     /// Removes the image for `key`, if any, including one held for its disk write (whose bytes

@@ -1,3 +1,4 @@
+public import Foundation
 public import HTTPCaching
 
 /// Fetches the original bytes of an image from its origin.
@@ -15,6 +16,11 @@ public protocol ImageFetching: Sendable {
     /// `If-None-Match` / `If-Modified-Since`). The default ignores `stored` and calls
     /// ``fetch(_:)``, so a fetcher that does not speak HTTP always answers with bytes.
     func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse
+
+    /// Whether this fetcher can ask for `url` at all. The pipeline refuses a request for any
+    /// other URL when it is made, with ``ImagePipeline/Error/invalidURL(_:)``, before anything is
+    /// asked, and remembers nothing. The default takes `http` and `https` URLs with a host.
+    func canFetch(_ url: URL) -> Bool
 }
 
 /// The origin's answer to a fetch.
@@ -32,6 +38,11 @@ public enum OriginResponse: Sendable {
 }
 
 extension ImageFetching {
+    public func canFetch(_ url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return url.host?.isEmpty == false
+    }
+
     public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
         .fetched(try await fetch(request))
     }

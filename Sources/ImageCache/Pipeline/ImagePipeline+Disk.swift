@@ -40,40 +40,38 @@ extension ImagePipeline {
             }
         }
         guard let disk = await usableDisk() else { return .miss }
-        return try await run(.diskRead, for: id) { [io] in await io.readDisk(request, from: disk) }
+        return try await inSlot(.diskRead, for: id) { [io] in await io.readDisk(request, from: disk) }
     }
 
     /// Stage 5: writes an answered image within the disk-write limit. Until it is written,
-    /// memory holds the image (``MemoryCache``'s writes) so a lookup of its key finds it; beyond
+    /// memory holds the image (``MemoryCache``'s pending writes: the one record of them) so a
+    /// lookup of its key finds it and ``flush()`` waits for it; beyond
     /// ``Limits/pendingWriteBytes`` the flight waits for its write before it ends.
-    /// - Parameter priority: the flight's, which has ended by then: the write keeps its place.
+    /// - Parameters:
+    ///   - id: the flight whose answer this is (``store(image:forKey:)``: a new id, no flight).
+    ///   - priority: the flight's, which has ended by then: the write keeps its place.
     func store(_ image: Image, forKey key: String, to disk: DiskStorage, flight id: FlightID, priority: ImageRequest.Priority?) async {
         // Two writes of one key may overlap (a refresh): the later one's image stays held.
         let write = machine.makeID()
         io.memory.hold(image, forKey: key, write: write)
-        writesUnderWay += 1
         defer {
             io.memory.release(forKey: key, write: write, bytes: image.byteCount)
-            writesUnderWay -= 1
-            if writesUnderWay == 0 {
-                let waiting = flushWaiters
-                flushWaiters = []
-                for waiter in waiting { waiter.resume() }
-            }
+            changed()  // whoever follows the stages (flush) sees the write end
         }
         do {
-            try await run(.diskWrite, for: id, priority: priority) { [io] in await io.write(image, forKey: key, to: disk) }
+            try await inSlot(.diskWrite, for: id, priority: priority) { [io] in await io.write(image, forKey: key, to: disk) }
         } catch {
             io.logger.debug("\(key) was not stored: \(error)")
         }
     }
 
-    /// Returns once every image answered so far is written to disk (or its write failed):
-    /// call it before a process that used the pipeline exits, as `emojiart sync` does.
+    /// Returns once every image answered so far is written to disk (or its write failed). Call
+    /// it before a program that used a disk cache ends: an answer does not wait for its write,
+    /// and a write still under way when the process exits is lost (the entry is fetched again
+    /// next time). `emojiart sync` calls it before its report, the app at its shutdown.
     public func flush() async {
-        while writesUnderWay > 0 {
-            await withCheckedContinuation { flushWaiters.append($0) }
-        }
+        guard io.memory.heldForWrites.writes > 0 else { return }
+        for await _ in onSchedulingChange where io.memory.heldForWrites.writes == 0 { return }
     }
 
     /// Returns once no image of `key` waits for its disk write (``store``): a write gives its
@@ -89,24 +87,26 @@ extension ImagePipeline {
         // nothing: not stored (a feed's checksum is far shorter).
         guard let disk = io.readyDisk, (request.expectedSHA256?.utf8.count ?? 0) <= DiskEntry.expectedSHA256Limit else { return }
         do {
-            try await run(.diskWrite, for: id) { [io] in await io.writeMissing(status: status, headers: headers, for: request, to: disk) }
+            try await inSlot(.diskWrite, for: id) { [io] in await io.writeMissing(status: status, headers: headers, for: request, to: disk) }
         } catch {
             io.logger.debug("that \(request.cacheKey) is missing was not stored: \(error)")
         }
     }
 
-    /// The book's `store(image:forKey:)`: keeps `image` in memory and writes it to disk, and
-    /// forgets a failure remembered for `key`.
+    /// The book's `store(image:forKey:)`: keeps `image` in memory, forgets a failure remembered
+    /// for `key`, and writes it to disk as an answer's write is (within the disk-write limit,
+    /// counted by ``flush()``); returns once it is written.
     public func store(image: Image, forKey key: String) async {
         machine.forgetFailure(key)
         io.memory.insert(image, forKey: key)
         guard let disk = await usableDisk() else { return }
-        await io.write(image, forKey: key, to: disk)
+        await store(image, forKey: key, to: disk, flight: machine.makeID(), priority: .normal)
     }
 
-    /// What memory, else the disk, holds under `key`, as stored: no freshness judged, nothing
-    /// fetched, no hit counted.
-    public func cachedImage(forKey key: String) async -> Image? {
+    /// What memory, else the disk, holds under `key`, as stored: a peek, not an answer. No
+    /// freshness judged, nothing fetched, no hit counted (``answerFromMemory(_:)`` answers a
+    /// request from memory; ``image(for:)`` loads it).
+    public func storedImage(forKey key: String) async -> Image? {
         if let image = io.memory.peek(key) { return image }
         guard let disk = await usableDisk(), case let .image(image)? = await io.readEntry(key, from: disk) else { return nil }
         return image

@@ -26,6 +26,12 @@ extension ImagePipeline {
         case bodyTooLarge(limit: Int, url: String)
         /// The bytes do not hash to the SHA-256 the request expected; nothing was cached.
         case checksumMismatch(expected: String, actual: String, url: String)
+        /// The origin answered with bytes that begin as no image format the cache knows (PNG,
+        /// JPEG, GIF, WebP, AVIF, HEIF, JPEG XL, TIFF, BMP, ICO, SVG): a text file, an HTML page, an
+        /// error body. Refused before anything is answered or cached, and remembered as a
+        /// permanent failure. A request that wants other bytes says so with
+        /// ``ImageRequest/acceptsAnyData``.
+        case notAnImage(url: String, contentType: String)
         /// The processor failed, for example on an undecodable image; `underlying` is the
         /// processor's own error.
         case processingFailed(processor: String, underlying: any Swift.Error & Sendable)
@@ -57,7 +63,7 @@ extension ImagePipeline {
             switch self {
             case let .httpStatus(status, _): status >= 500 || status == 408 || status == 429
             case .timeout, .connectionFailed, .originUnreachable, .diskFailure, .corruptEntry, .notCached, .tooBusy: true
-            case .invalidURL, .invalidDigest, .bodyTooLarge, .checksumMismatch, .processingFailed: false
+            case .invalidURL, .invalidDigest, .bodyTooLarge, .checksumMismatch, .notAnImage, .processingFailed: false
             }
         }
 
@@ -79,6 +85,8 @@ extension ImagePipeline {
                 "\(url) sent more than \(limit) bytes: the download was stopped; raise the body limit if the image is genuine"
             case let .checksumMismatch(expected, actual, url):
                 "\(url) sent bytes with SHA-256 \(actual), expected \(expected): the image is not the one the feed lists; it was not cached"
+            case let .notAnImage(url, contentType):
+                "\(url) answered bytes that are no image (\(contentType.prefix(80)); not PNG, JPEG, GIF, WebP, AVIF, HEIF, JPEG XL, TIFF, BMP, ICO or SVG): nothing was cached; check the URL, or set ImageRequest.acceptsAnyData to load other data"
             case let .processingFailed(processor, underlying):
                 "processing \(processor) failed: \(underlying)"
             case let .invalidDigest(digest):
@@ -110,7 +118,7 @@ extension ImagePipeline {
         /// an answer about the image rather than a fault (debug).
         var logLevel: Logger.Level {
             switch self {
-            case .checksumMismatch, .processingFailed, .bodyTooLarge, .invalidURL, .invalidDigest: .warning
+            case .checksumMismatch, .notAnImage, .processingFailed, .bodyTooLarge, .invalidURL, .invalidDigest: .warning
             case .httpStatus(404, _), .httpStatus(410, _): .debug
             default: .notice
             }

@@ -12,10 +12,12 @@ nonisolated extension ImagePipeline {
 
     /// The configuration this pipeline was made with.
     public var configuration: Configuration { io.configuration }
-    /// The memory tier: readable from any thread, without a hop.
-    public var memory: MemoryCache { io.memory }
-    /// The disk tier, or `nil` for a memory-only pipeline.
-    public var disk: DiskStorage? { io.disk }
+    /// The memory tier, for this package's servers (the lane's prepared answers). Not public: a
+    /// user goes through the engine, which keeps the tiers, the remembered failures and the
+    /// pending writes in step.
+    package var memory: MemoryCache { io.memory }
+    /// The disk tier, or `nil` for a memory-only pipeline; for this package's tools.
+    package var disk: DiskStorage? { io.disk }
 
     // MARK: - Loading
 
@@ -52,9 +54,11 @@ nonisolated extension ImagePipeline {
         return try await image(for: request)
     }
 
-    /// Memory's answer to `request`, synchronously (a lane answering on an event loop): the
-    /// image if memory holds a usable one (counted as a hit), else `nil`.
-    public func cachedImage(for request: ImageRequest) -> Image? {
+    /// The front door's memory step alone, synchronously, for a server answering on an event
+    /// loop: memory's answer to `request` (fresh, and of the bytes it expects), counted as a
+    /// memory hit as any answer is, else `nil` (then load it with ``image(for:)``). Nothing is
+    /// counted on a miss, and nothing is loaded.
+    public func answerFromMemory(_ request: ImageRequest) -> Image? {
         guard case let .hit(image, refresh) = io.lookInMemory(request, countingHit: true) else { return nil }
         if refresh { refreshInBackground(request) }
         return image
@@ -88,15 +92,16 @@ nonisolated extension ImagePipeline {
     /// stored under that very key.
     func response(for request: ImageRequest, as caller: Caller) async throws -> ImageResponse {
         if let digest = request.expectedSHA256, !SHA256Hex.isDigest(digest) { throw ImagePipeline.Error.invalidDigest(digest) }
+        // One look into memory on the way in; the actor looks once more only when it leads a flight.
         switch io.lookInMemory(request, countingHit: caller.countsHits) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request) }
             return ImageResponse(image: image, source: .memory)
         case let .stale(entry):
-            try Self.check(request)
+            try checkURL(request)
             return try await load(request, stale: entry, as: caller)
         case .miss:
-            try Self.check(request)
+            try checkURL(request)
             return try await load(request, stale: nil, as: caller)
         }
     }
@@ -111,13 +116,10 @@ nonisolated extension ImagePipeline {
         Task { _ = try? await self.response(for: refresh, as: Caller(asker: .fixed(.veryLow), countsHits: false)) }
     }
 
-    /// Refuses a request that can never be answered, before anything is asked or remembered.
-    static func check(_ request: ImageRequest) throws(ImagePipeline.Error) {
-        if let digest = request.expectedSHA256, !SHA256Hex.isDigest(digest) {
-            throw .invalidDigest(digest)
-        }
-        // A URL without a scheme is a path nobody resolved: no fetcher can ask for it.
-        guard request.url.scheme?.isEmpty == false else { throw .invalidURL(request.url.absoluteString) }
+    /// Refuses a request whose URL the fetcher cannot ask for (``ImageFetching/canFetch(_:)``:
+    /// `http` and `https` with a host by default), before anything is asked or remembered.
+    func checkURL(_ request: ImageRequest) throws(ImagePipeline.Error) {
+        guard configuration.fetcher.canFetch(request.url) else { throw .invalidURL(request.url.absoluteString) }
     }
 
     /// `serverPath` as a URL: an absolute `http(s)` URL, or a path resolved against the base URL.
@@ -178,13 +180,18 @@ public struct ImageResponse: Sendable, Equatable {
 
     /// The image.
     public var image: Image
-    /// Where it came from. Callers who joined a flight get the flight's answer.
+    /// Where its bytes came from. Callers who joined a flight get the flight's answer. A
+    /// revalidated answer (a 304) says where its stored bytes came from, `memory` or `disk`.
     public var source: Source
+    /// Whether the origin was asked and said the stored bytes are current (a 304 to a
+    /// conditional request): ``source`` is then where those bytes were stored.
+    public var isRevalidated: Bool
 
     /// An answer.
-    public init(image: Image, source: Source) {
+    public init(image: Image, source: Source, isRevalidated: Bool = false) {
         self.image = image
         self.source = source
+        self.isRevalidated = isRevalidated
     }
 }
 

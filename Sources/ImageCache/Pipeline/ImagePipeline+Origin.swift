@@ -5,8 +5,9 @@ import HTTPCaching
 extension ImagePipeline {
     /// Asks the origin within the download limits (in total and per host), conditionally on a
     /// stale entry's validators, and checks the bytes against the SHA-256 the feed expects.
+    /// - Parameter staleSource: where `stale` was stored: a 304 answers with that source.
     func origin(
-        _ request: ImageRequest, stale: Image?, flight id: FlightID, outcome: inout [LiveCounter]
+        _ request: ImageRequest, stale: Image?, staleSource: ImageResponse.Source, flight id: FlightID, outcome: inout [LiveCounter]
     ) async throws -> ImageResponse {
         // Stored bytes other than the ones the request expects are asked for whole: a 304 would
         // vouch only for the validators, and the bytes kept beside them may not be the ones the
@@ -20,7 +21,7 @@ extension ImagePipeline {
         if let refusal = unreachableRefusal(origin, url: request.url.absoluteString) { throw refusal }
         let fetched: (OriginResponse, Date, Date)
         do {
-            fetched = try await run(.download, for: id, host: origin) { [io, validators] in
+            fetched = try await inSlot(.download, for: id, host: origin) { [io, validators] in
                 if let refusal = self.unreachableRefusal(origin, url: request.url.absoluteString) { throw refusal }
                 return try await io.fetch(request, revalidating: validators)
             }
@@ -58,6 +59,8 @@ extension ImagePipeline {
             if let expected = request.expectedSHA256, let digest = image.originalSHA256, digest != expected {
                 throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: digest, url: request.url.absoluteString)
             }
+            if let digest = image.originalSHA256 { io.memory.rememberOriginal(digest, forKey: request.cacheKey) }
+            return ImageResponse(image: image, source: staleSource, isRevalidated: true)
         case let .fetched(fetched):
             io.counters.downloads.increment()
             if stale != nil { outcome.append(io.counters.refreshed) }
@@ -88,15 +91,17 @@ extension ImagePipeline {
     func variant(
         _ request: ImageRequest, processor: any ImageProcessing, stale: Image?, flight id: FlightID, as work: Caller
     ) async throws -> ImageResponse {
+        // The original is the engine's own look-up, not an answer to a caller: no hit counted.
+        let lookup = Caller(asker: work.asker, countsHits: false, wantsMemory: work.wantsMemory)
         let original: ImageResponse
-        switch io.lookInMemory(request.original, countingHit: work.countsHits) {
+        switch io.lookInMemory(request.original, countingHit: false) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request.original) }
             original = ImageResponse(image: image, source: .memory)
         case let .stale(entry):
-            original = try await load(request.original, stale: entry, as: work)
+            original = try await load(request.original, stale: entry, as: lookup)
         case .miss:
-            original = try await load(request.original, stale: nil, as: work)
+            original = try await load(request.original, stale: nil, as: lookup)
         }
         var image: Image
         if let stale, let source = stale.originalSHA256, source == original.image.originalSHA256 {
@@ -105,7 +110,7 @@ extension ImagePipeline {
             // The original's bytes count as waiting until the variant is made: downloads pause
             // while too many wait.
             image = try await holdingOriginal(bytes: original.image.byteCount) {
-                try await run(.processing, for: id) { [io] in try await io.process(original.image, with: processor) }
+                try await inSlot(.processing, for: id) { [io] in try await io.process(original.image, with: processor) }
             }
         }
         image.cacheHeaders = original.image.cacheHeaders

@@ -83,7 +83,7 @@ extension ImagePipeline {
             diskBytes: disk.bytes,
             diskAvailable: io.readyDisk != nil,
             scheduling: schedulingStats,
-            pendingWrites: writing.count,
+            pendingWrites: writing.writes,
             pendingWriteBytes: writing.bytes,
             maxPendingWriteBytes: writing.maxBytes
         )

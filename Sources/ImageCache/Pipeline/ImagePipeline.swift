@@ -17,7 +17,7 @@ import Logging
 /// image(for:)      front door, on the caller's thread: memory (one lock); a hit never touches the actor
 /// load(_:stale:as:)          on the actor: the key's flight, led or joined (PipelineStateMachine);
 ///                            a remembered failure answers at once
-/// run(_:flight:stale:as:)    the flight's work, a task on the actor that every waiter shares:
+/// fly(_:flight:stale:as:)    the flight's work, a task on the actor that every waiter shares:
 ///   1. disk        [disk-read slot] read and checked off the actor (length, key, XXH3, SHA-256)
 ///   2. origin      [download slot, per host too] fetched and its SHA-256 checked off the actor
 ///   3. process     a variant's original is itself a request through load; [processing slot] the
@@ -28,7 +28,7 @@ import Logging
 /// ```
 ///
 /// Isolation: every piece of bookkeeping (flights and their waiters, priorities, each stage's
-/// slots and queue, remembered failures, writes under way) is state of this class on the
+/// slots and queue, remembered failures) is state of this class on the
 /// ``ImageDatabase`` actor, changed synchronously, with no `await` between reading it and acting
 /// on it. Every pipeline shares the actor's one serial executor, as Nuke's pipelines share
 /// `ImagePipelineActor`: the work on it is bookkeeping only. Reading memory and disk, fetching,
@@ -72,10 +72,6 @@ public final class ImagePipeline {
     var machine: Machine
     /// The one set-up of the disk, awaited by every first caller.
     var setUpTask: Task<Result<DiskStorage.SetUpReport, ImagePipeline.Error>, Never>?
-    /// Disk writes of answered images not finished yet (``flush()`` returns when there are none).
-    var writesUnderWay = 0
-    /// Callers of ``flush()`` waiting for ``writesUnderWay`` to reach 0.
-    var flushWaiters: [CheckedContinuation<Void, Never>] = []
     /// Who follows ``SchedulingStats`` (see `onSchedulingChange`).
     var followers: [UInt64: AsyncStream<SchedulingStats>.Continuation] = [:]
 
@@ -143,7 +139,7 @@ public final class ImagePipeline {
                 }
                 let work = Caller(asker: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
                 let started = machine.handOff(id, leader: member, leaderCancelled: Task.isCancelled) {
-                    Task { [stale] in try await self.run(request, flight: id, stale: stale, as: work).image }
+                    Task { [stale] in try await self.fly(request, flight: id, stale: stale, as: work).image }
                 }
                 guard started else { throw CancellationError() }
                 changed()
@@ -160,7 +156,7 @@ public final class ImagePipeline {
     /// The flight's work: disk, then origin or processing; answers every waiter, then stores.
     /// - Parameter stale: the entry being revalidated, if any: answered on a 304, or when the
     ///   origin fails and its headers allow a stale answer.
-    private func run(_ request: ImageRequest, flight id: FlightID, stale: Image?, as work: Caller) async throws -> ImageResponse {
+    private func fly(_ request: ImageRequest, flight id: FlightID, stale: Image?, as work: Caller) async throws -> ImageResponse {
         var stale = stale
         var staleSource = ImageResponse.Source.memory
         // A stored 404 or 410 that answers only if the origin cannot be asked.
@@ -194,7 +190,7 @@ public final class ImagePipeline {
                 try await variant(request, processor: processor, stale: stale, flight: id, as: work)
             } else {
                 // 2. The origin; bytes that do not match the feed are never cached.
-                try await origin(request, stale: stale, flight: id, outcome: &outcome)
+                try await origin(request, stale: stale, staleSource: staleSource, flight: id, outcome: &outcome)
             }
             result = .success(response)
         } catch let error as ImagePipeline.Error where stale.map({ io.allowsStaleAnswer($0, for: request, after: error) }) == true {
@@ -211,7 +207,7 @@ public final class ImagePipeline {
         // 5. The disk, after the answer: a no-store answer is never stored, and an older entry
         //    goes too. Only when too many bytes wait for their writes does the answer wait too.
         let disk = io.readyDisk
-        let stores = disk != nil && ((try? result.get()).map { $0.source == .network || $0.source == .processed } ?? false)
+        let stores = disk != nil && ((try? result.get()).map { $0.source == .network || $0.source == .processed || $0.isRevalidated } ?? false)
         let noStore = (try? result.get())?.image.cacheHeaders?.cacheControl.noStore == true
         if stores, !noStore, let disk, case let .success(response) = result,
            io.memory.heldForWrites.bytes + response.image.byteCount > io.configuration.limits.pendingWriteBytes {

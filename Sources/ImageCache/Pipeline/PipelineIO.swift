@@ -5,9 +5,11 @@ import Synchronization
 
 /// The pipeline's hands: everything that reads memory, reads or writes the disk, fetches,
 /// hashes or processes, and the freshness rules those answers are judged by. Not isolated to
-/// ``ImageDatabase``: the engine decides on the actor and calls these, which run off it (on the
-/// generic executor, the processing threads or the I/O threads), so the actor's one serial
-/// executor only ever does bookkeeping. The front door's memory hit runs here too, on the
+/// ``ImageDatabase``: the engine decides on the actor and calls these, which run off it on
+/// purpose: every `async` one is `@concurrent` (the generic executor, then the processing
+/// threads or the I/O threads), so no compiler default (`NonisolatedNonsendingByDefault`, which
+/// this module is built with) can run it on the actor, whose one serial executor only ever
+/// does bookkeeping. The front door's memory hit runs here too, on the
 /// caller's thread. `Sendable`: every member is immutable or guards itself (the memory cache's
 /// mutex, the counters' atomics, the disk's index).
 final class PipelineIO: Sendable {
@@ -185,7 +187,7 @@ final class PipelineIO: Sendable {
 
     /// Reads `request`'s entry and judges it: an original's bytes are checked against the
     /// SHA-256 stored with them (a planted entry is deleted). Runs off the actor.
-    func readDisk(_ request: ImageRequest, from disk: DiskStorage) async -> DiskLookup {
+    @concurrent func readDisk(_ request: ImageRequest, from disk: DiskStorage) async -> DiskLookup {
         let key = request.cacheKey
         let entry: Image
         switch await readEntry(key, from: disk) {
@@ -239,7 +241,7 @@ final class PipelineIO: Sendable {
     }
 
     /// Reads an entry; a damaged one is counted, logged and deleted by the disk.
-    func readEntry(_ key: String, from disk: DiskStorage) async -> DiskStorage.Entry? {
+    @concurrent func readEntry(_ key: String, from disk: DiskStorage) async -> DiskStorage.Entry? {
         do {
             return try disk.readEntry(forKey: key)
         } catch {
@@ -250,7 +252,7 @@ final class PipelineIO: Sendable {
     }
 
     /// Writes `image` under `key` on the I/O threads (temporary file, fsync, rename).
-    func write(_ image: Image, forKey key: String, to disk: DiskStorage) async {
+    @concurrent func write(_ image: Image, forKey key: String, to disk: DiskStorage) async {
         do {
             try await ioPool.run { [self] in
                 do {
@@ -266,7 +268,7 @@ final class PipelineIO: Sendable {
     }
 
     /// Remembers on disk that the origin answered `status` for `request`.
-    func writeMissing(status: Int, headers: CacheHeaders, for request: ImageRequest, to disk: DiskStorage) async {
+    @concurrent func writeMissing(status: Int, headers: CacheHeaders, for request: ImageRequest, to disk: DiskStorage) async {
         let (key, expected) = (request.cacheKey, request.expectedSHA256)
         do {
             try await ioPool.run { [self] in
@@ -283,7 +285,7 @@ final class PipelineIO: Sendable {
     }
 
     /// Sets up `disk` (directory, permissions, sweep, index), off the actor; marks it ready.
-    func setUp(_ disk: DiskStorage) async -> Result<DiskStorage.SetUpReport, ImagePipeline.Error> {
+    @concurrent func setUp(_ disk: DiskStorage) async -> Result<DiskStorage.SetUpReport, ImagePipeline.Error> {
         let result = Result { () throws(ImagePipeline.Error) in try disk.setUp() }
         switch result {
         case let .success(report):
@@ -299,12 +301,12 @@ final class PipelineIO: Sendable {
     }
 
     /// Empties the disk, off the actor.
-    func removeAll(from disk: DiskStorage) async {
+    @concurrent func removeAll(from disk: DiskStorage) async {
         disk.removeAll()
     }
 
     /// Removes `key`'s entry from the disk, off the actor.
-    func remove(_ key: String, from disk: DiskStorage) async {
+    @concurrent func remove(_ key: String, from disk: DiskStorage) async {
         disk.remove(forKey: key)
     }
 
@@ -314,13 +316,13 @@ final class PipelineIO: Sendable {
     static let largePayload = 1 << 20
 
     /// The SHA-256 of `image`'s bytes, as lowercase hex.
-    func digest(of image: Image) async -> String {
+    @concurrent func digest(of image: Image) async -> String {
         guard image.byteCount >= Self.largePayload else { return SHA256Hex.digest(image) }
         return (try? await processingPool.run { SHA256Hex.digest(image) }) ?? SHA256Hex.digest(image)
     }
 
     /// Asks the origin, counting what it answered. Runs off the actor.
-    func fetch(_ request: ImageRequest, revalidating validators: CacheHeaders?) async throws -> (OriginResponse, requested: Date, answered: Date) {
+    @concurrent func fetch(_ request: ImageRequest, revalidating validators: CacheHeaders?) async throws -> (OriginResponse, requested: Date, answered: Date) {
         counters.originFetches.increment()
         let requestTime = now()
         do {
@@ -332,8 +334,12 @@ final class PipelineIO: Sendable {
         }
     }
 
-    /// `image` with its SHA-256, checked against the one the request expects (the feed's).
-    func verified(_ image: Image, request: ImageRequest) async throws -> Image {
+    /// `image` with its SHA-256, checked against the one the request expects (the feed's); and,
+    /// unless the request takes any data, checked to be an image by its first bytes.
+    @concurrent func verified(_ image: Image, request: ImageRequest) async throws -> Image {
+        if !request.acceptsAnyData, image.withUnsafeBytes({ ImageSignature.format(of: $0) }) == nil {
+            throw ImagePipeline.Error.notAnImage(url: request.url.absoluteString, contentType: image.contentType)
+        }
         let actual = await digest(of: image)
         if let expected = request.expectedSHA256, actual != expected {
             throw ImagePipeline.Error.checksumMismatch(expected: expected, actual: actual, url: request.url.absoluteString)
@@ -344,7 +350,7 @@ final class PipelineIO: Sendable {
     }
 
     /// Runs `processor` on `image` on the processing threads; its own error is kept.
-    func process(_ image: Image, with processor: any ImageProcessing) async throws -> Image {
+    @concurrent func process(_ image: Image, with processor: any ImageProcessing) async throws -> Image {
         do {
             return try await withTaskExecutorPreference(processingPool) { try await processor.process(image) }
         } catch is CancellationError {

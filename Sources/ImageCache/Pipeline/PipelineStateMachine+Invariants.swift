@@ -8,12 +8,14 @@ extension PipelineStateMachine {
             if flightByKey[flight.key] != id { return "\(flight.key): flight \(id) is not the key's running flight" }
             if id > lastID { return "\(flight.key): flight id \(id) was never issued" }
             if flight.members.isEmpty { return "\(flight.key): a flight nobody wants was not cancelled" }
-            if flight.leading, flight.work != nil { return "\(flight.key): work attached while the leader still leads" }
-            if !flight.leading, flight.work == nil {
-                return "\(flight.key): a handed-off flight has no work, so nothing will ever end it"
-            }
+            // Until its leader hands off, a flight has one leading member and no work; after, work
+            // (which ends it) and no leader.
             let leaders = flight.members.values.filter { if case .leading = $0.state { true } else { false } }.count
-            if leaders != (flight.leading ? 1 : 0) { return "\(flight.key): \(leaders) leading members" }
+            if leaders != (flight.work == nil ? 1 : 0) {
+                return flight.work == nil
+                    ? "\(flight.key): a handed-off flight has no work, so nothing will ever end it"
+                    : "\(flight.key): \(leaders) leading members of a flight with work"
+            }
             if flight.priority != expectedPriority(id) {
                 return "\(flight.key): priority \(flight.priority), expected \(expectedPriority(id))"
             }

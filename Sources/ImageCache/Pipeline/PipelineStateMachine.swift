@@ -102,8 +102,7 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
     struct Flight {
         let id: FlightID
         let key: String
-        /// True while the leader runs its first stage inline.
-        var leading = true
+        /// The shared work, attached when the leader hands off; `nil` while the leader leads.
         var work: Work?
         var members: [MemberID: Member] = [:]
         /// The highest priority among the members.
@@ -219,7 +218,6 @@ struct PipelineStateMachine<Handles: PipelineHandles> {
             return false
         }
         // In place: a copy of the flight would make its members' dictionary copy on write.
-        flights[id]!.leading = false
         flights[id]!.members[leader]?.state = .joining
         flights[id]!.work = start()
         return true

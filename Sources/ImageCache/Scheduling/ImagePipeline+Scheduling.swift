@@ -7,7 +7,7 @@ extension ImagePipeline {
     /// stage's queue, by the flight's priority, while the stage is at its limit.
     /// - Throws: ``Error/tooBusy(stage:waited:)`` when the queue refuses or the deadline passes;
     ///   `CancellationError`.
-    func run<T: Sendable>(
+    func inSlot<T: Sendable>(
         _ stage: Stage, for id: FlightID, host: String? = nil, priority: ImageRequest.Priority? = nil,
         _ operation: () async throws -> T
     ) async throws -> T {

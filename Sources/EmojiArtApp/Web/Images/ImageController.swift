@@ -96,7 +96,7 @@ struct ImageController<Context: RequestContext>: Sendable {
             guard let target = ImageRoute.parse(request.target) else { return nil }
             let kind = VariantKind(route: target.route, density: target.density, format: services.format(accept: request.field("Accept")))
             guard case let .load(plan) = services.plan(kind, piece: target.piece, version: target.version) else { return nil }
-            guard let image = services.database.cachedImage(for: plan.variant.request) else { return nil }
+            guard let image = services.database.answerFromMemory(plan.variant.request) else { return nil }
             return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
         }
     }
