@@ -12,6 +12,11 @@
 //                    slow path `_MutexHandle._lockSlow(_:)` (it spins, then sleeps in the kernel
 //                    with FUTEX_LOCK_PI). An uncontended take is inlined into the caller and never
 //                    reaches it.
+//   allocations      heap allocations: calls of malloc, calloc, realloc, posix_memalign,
+//                    aligned_alloc and memalign (the Swift runtime's swift_slowAlloc, and so every
+//                    class instance, closure context and growing buffer, comes through these),
+//                    as SwiftNIO's allocation-counter tests count them. Interposed in C, handing
+//                    each call to glibc's own entry points (`__libc_malloc`, ...).
 //
 // Both functions are interposed by a trampoline that adds one to its counter and jumps to the
 // real function (found with `dlsym(RTLD_NEXT, ...)`), touching no register the call passes: they
@@ -37,7 +42,8 @@ struct emojiart_trace_counts {
     uint64_t task_switches;
     uint64_t global_enqueues;
     uint64_t contended_locks;
-    uint64_t reserved[4];
+    uint64_t allocations;
+    uint64_t reserved[3];
 };
 
 #define EMOJIART_TRACE_MAGIC 0x3145434152544145ull  // "EATRACE1", little-endian
@@ -102,6 +108,52 @@ __attribute__((swiftcall)) static void count_enqueue(void *job, enqueue_original
     }
 }
 
+// Heap allocations, counted and handed to glibc (whose `__libc_*` entry points need no dlsym,
+// which itself allocates). Freeing is not counted.
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+extern void *__libc_memalign(size_t alignment, size_t size);
+
+static inline void count_allocation(void) {
+    __atomic_fetch_add(&emojiart_trace_counts_at->allocations, 1, __ATOMIC_RELAXED);
+}
+
+void *malloc(size_t size) {
+    count_allocation();
+    return __libc_malloc(size);
+}
+
+void *calloc(size_t count, size_t size) {
+    count_allocation();
+    return __libc_calloc(count, size);
+}
+
+void *realloc(void *pointer, size_t size) {
+    count_allocation();
+    return __libc_realloc(pointer, size);
+}
+
+void *memalign(size_t alignment, size_t size) {
+    count_allocation();
+    return __libc_memalign(alignment, size);
+}
+
+void *aligned_alloc(size_t alignment, size_t size) {
+    count_allocation();
+    return __libc_memalign(alignment, size);
+}
+
+int posix_memalign(void **out, size_t alignment, size_t size) {
+    // posix_memalign's own checks: a power of two, a multiple of the pointer size.
+    if (alignment % sizeof(void *) != 0 || (alignment & (alignment - 1)) != 0) return 22;  // EINVAL
+    count_allocation();
+    void *pointer = __libc_memalign(alignment, size);
+    if (!pointer) return 12;  // ENOMEM
+    *out = pointer;
+    return 0;
+}
+
 // Counts in a file other processes read, when EMOJIART_TRACE_COUNTS names one.
 static void map_counts_file(void) {
     const char *path = getenv("EMOJIART_TRACE_COUNTS");
@@ -144,4 +196,5 @@ void emojiart_trace_reset(void) {
     __atomic_store_n(&emojiart_trace_counts_at->task_switches, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&emojiart_trace_counts_at->global_enqueues, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&emojiart_trace_counts_at->contended_locks, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&emojiart_trace_counts_at->allocations, 0, __ATOMIC_RELAXED);
 }

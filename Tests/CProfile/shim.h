@@ -39,7 +39,9 @@ typedef struct {
     uint64_t global_enqueues;
     /// `Synchronization.Mutex` takes that found the mutex held.
     uint64_t contended_locks;
-    uint64_t reserved[4];
+    /// Heap allocations (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign).
+    uint64_t allocations;
+    uint64_t reserved[3];
 } emojiart_trace_hook_counts;
 
 /// The hooks' counts now; all zero with `magic` 0 when the hooks are not preloaded.
@@ -54,6 +56,7 @@ static inline emojiart_trace_hook_counts emojiart_trace_hooks_read(void) {
         .task_switches = __atomic_load_n(&counts->task_switches, __ATOMIC_RELAXED),
         .global_enqueues = __atomic_load_n(&counts->global_enqueues, __ATOMIC_RELAXED),
         .contended_locks = __atomic_load_n(&counts->contended_locks, __ATOMIC_RELAXED),
+        .allocations = __atomic_load_n(&counts->allocations, __ATOMIC_RELAXED),
     };
     return now;
 }

@@ -8,7 +8,7 @@ import ImageCache
 import Testing
 import TestSupport
 
-/// One cold thumbnail request and one memory hit, counted: in a build with code coverage, the
+/// One cold thumbnail request, one memory hit and one disk hit, counted: in a build with code coverage, the
 /// process's execution counts are zeroed before each request and written after it, so they hold
 /// what that request ran. The gallery runs as a process of its own (`emojiart gallery`), so its
 /// answering the original's request is not counted with the app's path. scripts/trace
@@ -69,7 +69,12 @@ import TestSupport
             await database.clear()
             let before = await database.stats()
             var hooks: [String: [String: UInt64]] = [:]
-            for name in ["idle", "cold", "hit"] {
+            for name in ["idle", "cold", "hit", "disk"] {
+                if name == "disk" {
+                    // A disk hit: the thumbnail written after the cold answer, memory emptied.
+                    await database.flush()
+                    await database.clearMemory()
+                }
                 let window = try await Self.counted(into: directory + "/\(name).profraw", after: rest) {
                     // No request, for 0.2 s: what runs on its own.
                     if name == "idle" {
@@ -83,15 +88,16 @@ import TestSupport
                 if window.hooks.magic != 0 {
                     hooks[name] = [
                         "task_switches": window.hooks.task_switches, "global_enqueues": window.hooks.global_enqueues,
-                        "contended_locks": window.hooks.contended_locks,
+                        "contended_locks": window.hooks.contended_locks, "allocations": window.hooks.allocations,
                     ]
                 }
             }
             try JSONSerialization.data(withJSONObject: hooks, options: [.sortedKeys]).write(to: URL(fileURLWithPath: directory + "/hooks.json"))
             let after = await database.stats()
-            // The cold request fetched the original; the second was a memory hit.
+            // The cold request fetched the original; the second was a memory hit, the third a disk hit.
             #expect(after.originFetches == before.originFetches + 1)
             #expect(after.memoryHits == before.memoryHits + 1)
+            #expect(after.diskHits == before.diskHits + 1)
         }
     }
 

@@ -99,11 +99,13 @@ import TestSupport
         try await origin.run { (base) async throws in
             let pipeline = pipeline()
             let request = ImageRequest(url: base.appendingPathComponent("images/late"))
+            let generation = pipeline.memory.generation  // what the front door reads before it looks
             #expect(pipeline.answerFromMemory(request) == nil, "the front door's miss")
             _ = try await pipeline.image(for: request)  // another request's whole flight, meanwhile
             let before = await pipeline.stats()
             // What the front door does after its miss: the flight, on the actor.
-            let response = try await pipeline.load(request, stale: nil, as: .init(asker: .fixed(.normal)))
+            #expect(pipeline.memory.generation != generation, "memory gained the image: the leader must look again")
+            let response = try await pipeline.load(request, stale: nil, lookedAt: generation, as: .init(asker: .fixed(.normal)))
             #expect(response.image.data == payload(4) && response.source == .memory)
             let after = await pipeline.stats()
             #expect(after.memoryHits == before.memoryHits + 1)

@@ -26,6 +26,15 @@ public final class MemoryCache: Sendable {
         /// Writes under way (two of one key count twice): the one record of pending writes,
         /// which ``ImagePipeline/flush()`` waits to see at 0.
         var writes = 0
+        /// Bumped by every image that could answer a look it did not answer before (one kept or
+        /// held for its write), and published in ``MemoryCache/generation``.
+        var generation: UInt64 = 0
+
+        /// A look's miss may no longer hold from now on: counted, and published for lookers.
+        mutating func gained(_ published: borrowing Atomic<UInt64>) {
+            generation &+= 1
+            published.store(generation, ordering: .releasing)
+        }
 
         /// The image for `key`, in the budget or held for its write.
         func peek(_ key: String) -> Image? {
@@ -34,6 +43,7 @@ public final class MemoryCache: Sendable {
     }
 
     private let storage: Mutex<Storage>
+    private let published = Atomic<UInt64>(0)
     /// Largest total cost kept, in bytes.
     public let costLimit: Int
     let hits = LiveCounter()
@@ -61,6 +71,11 @@ public final class MemoryCache: Sendable {
         }
     }
 
+    /// Changes whenever memory gains an image (kept, or held for its write): a miss seen at one
+    /// generation still holds while the generation is the same, so the pipeline need not look
+    /// again. An atomic load, no lock.
+    var generation: UInt64 { published.load(ordering: .acquiring) }
+
     /// The SHA-256 remembered for the original of `key`.
     func original(forKey key: String) -> String? {
         storage.withLock { $0.originals.peek(key) }
@@ -85,6 +100,7 @@ public final class MemoryCache: Sendable {
                 return
             }
             storage.images.insert(image, forKey: key, cost: image.cost)
+            storage.gained(published)
         }
     }
 
@@ -124,6 +140,7 @@ public final class MemoryCache: Sendable {
             storage.writingBytes += image.byteCount
             storage.writes += 1
             storage.maxWritingBytes = max(storage.maxWritingBytes, storage.writingBytes)
+            storage.gained(published)
         }
     }
 
@@ -134,11 +151,6 @@ public final class MemoryCache: Sendable {
             storage.writingBytes -= bytes
             storage.writes -= 1
         }
-    }
-
-    /// The image of `key` waiting for its disk write, if any.
-    func heldForWrite(_ key: String) -> Image? {
-        storage.withLock { $0.writing[key]?.image }
     }
 
     /// Whether an image of `key` waits for its disk write.

@@ -22,17 +22,25 @@ public final class ImageTask: Sendable, Hashable {
         self.pipeline = pipeline
         let state = State(request.priority)
         self.state = state
-        // A memory hit is answered without a node or a queue.
-        if case let .hit(image, _) = pipeline.io.lookInMemory(request, countingHit: countsHits) {
-            task = Task { ImageResponse(image: image, source: .memory) }
+        // The front door's one look: a memory hit (or a request never to be answered) needs no
+        // node and no queue.
+        let stale: Image?, generation: UInt64
+        switch Result(catching: { () throws(ImagePipeline.Error) in try pipeline.look(request, countingHit: countsHits) }) {
+        case let .success(.answered(response)):
+            task = Task { response }
             return
+        case let .failure(error):
+            task = Task { throw error }
+            return
+        case let .success(.load(entry, seen)):
+            (stale, generation) = (entry, seen)
         }
         task = Task { @ImageDatabase in
             let node = pipeline.machine.makeTask(state.value.withLock { $0.priority })
             state.value.withLock { $0.node = node }
             defer { pipeline.machine.removeTask(node) }
             let caller = ImagePipeline.Caller(asker: .task(node), countsHits: countsHits, wantsMemory: wantsMemory)
-            return try await pipeline.response(for: request, as: caller)
+            return try await pipeline.load(request, stale: stale, lookedAt: generation, as: caller)
         }
     }
 

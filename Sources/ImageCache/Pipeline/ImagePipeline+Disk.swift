@@ -28,17 +28,10 @@ extension ImagePipeline {
         return io.readyDisk
     }
 
-    /// Stage 1: an image answered but not yet written (memory holds it until written, even one
-    /// its budget let go), else the disk, within the disk-read limit.
+    /// Stage 1: the disk, within the disk-read limit. (An image answered but not yet written is
+    /// found in memory, which holds it until its write ends: by the caller's look, or the
+    /// leader's look again.)
     func diskLookup(_ request: ImageRequest, flight id: FlightID) async throws -> PipelineIO.DiskLookup {
-        if let pending = io.memory.heldForWrite(request.cacheKey) {
-            switch io.lookup(pending, for: request) {
-            case .answer: return .answer(pending, refreshing: false)
-            case .answerAndRefresh: return .answer(pending, refreshing: true)
-            case .revalidate: return .revalidate(pending)
-            case .miss: return .miss
-            }
-        }
         guard let disk = await usableDisk() else { return .miss }
         return try await inSlot(.diskRead, for: id) { [io] in await io.readDisk(request, from: disk) }
     }

@@ -86,23 +86,43 @@ nonisolated extension ImagePipeline {
         ImageTask(request: request, pipeline: self, countsHits: true, wantsMemory: true)
     }
 
-    /// Loads `request` for `caller`: memory, then the actor. A request that can never be
-    /// answered is refused before anything is asked: its digest first; its URL (a look into
-    /// Foundation's parse) only on its way to the actor, as memory can hold only what was
-    /// stored under that very key.
-    func response(for request: ImageRequest, as caller: Caller) async throws -> ImageResponse {
-        if let digest = request.expectedSHA256, !SHA256Hex.isDigest(digest) { throw ImagePipeline.Error.invalidDigest(digest) }
-        // One look into memory on the way in; the actor looks once more only when it leads a flight.
-        switch io.lookInMemory(request, countingHit: caller.countsHits) {
+    /// What the front door found in memory.
+    enum Look {
+        /// Memory answered (counted as a hit when the caller's hits count).
+        case answered(ImageResponse)
+        /// To load, revalidating `stale` if memory held one; `generation` is memory's
+        /// (``MemoryCache/generation``) when it looked, so the actor looks again only if memory
+        /// has gained an image since.
+        case load(stale: Image?, generation: UInt64)
+    }
+
+    /// The front door's one look into memory, on the caller's thread. A request that can never
+    /// be answered is refused before anything is asked: its digest first; its URL (a look into
+    /// Foundation's parse) only on a miss, as memory can hold only what was stored under that
+    /// very key.
+    func look(_ request: ImageRequest, countingHit: Bool) throws(ImagePipeline.Error) -> Look {
+        if let digest = request.expectedSHA256, !SHA256Hex.isDigest(digest) { throw .invalidDigest(digest) }
+        let generation = io.memory.generation
+        switch io.lookInMemory(request, countingHit: countingHit) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request) }
-            return ImageResponse(image: image, source: .memory)
+            return .answered(ImageResponse(image: image, source: .memory))
         case let .stale(entry):
             try checkURL(request)
-            return try await load(request, stale: entry, as: caller)
+            return .load(stale: entry, generation: generation)
         case .miss:
             try checkURL(request)
-            return try await load(request, stale: nil, as: caller)
+            return .load(stale: nil, generation: generation)
+        }
+    }
+
+    /// Loads `request` for `caller`: one look into memory, then the actor.
+    func response(for request: ImageRequest, as caller: Caller) async throws -> ImageResponse {
+        switch try look(request, countingHit: caller.countsHits) {
+        case let .answered(response):
+            return response
+        case let .load(stale, generation):
+            return try await load(request, stale: stale, lookedAt: generation, as: caller)
         }
     }
 

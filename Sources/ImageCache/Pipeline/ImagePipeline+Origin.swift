@@ -93,15 +93,17 @@ extension ImagePipeline {
     ) async throws -> ImageResponse {
         // The original is the engine's own look-up, not an answer to a caller: no hit counted.
         let lookup = Caller(asker: work.asker, countsHits: false, wantsMemory: work.wantsMemory)
+        // Looked on the actor, in the turn that starts its flight: nothing can change in between.
+        let generation = io.memory.generation
         let original: ImageResponse
         switch io.lookInMemory(request.original, countingHit: false) {
         case let .hit(image, refresh):
             if refresh { refreshInBackground(request.original) }
             original = ImageResponse(image: image, source: .memory)
         case let .stale(entry):
-            original = try await load(request.original, stale: entry, as: lookup)
+            original = try await load(request.original, stale: entry, lookedAt: generation, as: lookup)
         case .miss:
-            original = try await load(request.original, stale: nil, as: lookup)
+            original = try await load(request.original, stale: nil, lookedAt: generation, as: lookup)
         }
         var image: Image
         if let stale, let source = stale.originalSHA256, source == original.image.originalSHA256 {

@@ -106,9 +106,12 @@ public final class ImagePipeline {
     // MARK: - The path of one image
 
     /// After memory: the key's flight, led or joined; a remembered failure answers at once.
-    /// - Parameter stale: the entry memory found to revalidate, if any.
-    func load(_ request: ImageRequest, stale: Image?, as caller: Caller) async throws -> ImageResponse {
-        var stale = stale
+    /// - Parameters:
+    ///   - stale: the entry memory found to revalidate, if any.
+    ///   - generation: memory's generation when the caller looked (``MemoryCache/generation``):
+    ///     the leader looks again only if memory has gained an image since.
+    func load(_ request: ImageRequest, stale: Image?, lookedAt generation: UInt64, as caller: Caller) async throws -> ImageResponse {
+        var (stale, generation) = (stale, generation)
         let flightKey = request.flightKey
         var retrying = request.retryingFailures
         while true {
@@ -127,15 +130,17 @@ public final class ImagePipeline {
                 priorityMayHaveRisen()
                 if let response = try await wait(flight: id, member: member, joining: caller.countsHits) { return response }
             case let .lead(id, member):
-                // A flight of this key may have ended since the front door looked (its look and
-                // this turn are not one step): its image is in memory now, or a newer entry to
-                // revalidate than the one the caller saw.
-                switch io.lookInMemory(request, countingHit: caller.countsHits) {
-                case let .hit(image, _):
-                    complete(request, flight: id, with: .success(ImageResponse(image: image, source: .memory)), keepingInMemory: false)
-                    return ImageResponse(image: image, source: .memory)
-                case let .stale(entry): stale = entry
-                case .miss: break
+                // A flight of this key may have ended since the caller looked (off the actor, its
+                // look and this turn are not one step): its image would be in memory now, or a
+                // newer entry to revalidate. Only then is memory's generation another.
+                if io.memory.generation != generation {
+                    switch io.lookInMemory(request, countingHit: caller.countsHits) {
+                    case let .hit(image, _):
+                        complete(request, flight: id, with: .success(ImageResponse(image: image, source: .memory)), keepingInMemory: false)
+                        return ImageResponse(image: image, source: .memory)
+                    case let .stale(entry): stale = entry
+                    case .miss: break
+                    }
                 }
                 let work = Caller(asker: .flight(id), countsHits: caller.countsHits, wantsMemory: caller.wantsMemory)
                 let started = machine.handOff(id, leader: member, leaderCancelled: Task.isCancelled) {
@@ -147,6 +152,7 @@ public final class ImagePipeline {
             }
             // The flight ended before this caller's waiter was added (it cannot on the actor,
             // where joining and waiting are one turn): look again.
+            generation = io.memory.generation
             if case let .hit(image, _) = io.lookInMemory(request, countingHit: false) {
                 return ImageResponse(image: image, source: .memory)
             }
