@@ -28,7 +28,25 @@ public func fuzzHeaderFields(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     useAsResponse(fields, whole: text)
     useAsRequestFields(text)
     useAsRequestTarget(text)
+    useAsAnswerBody(UnsafeRawBufferPointer(start: data, count: size))
     return 0
+}
+
+/// What the cache does with an answer's bytes before it keeps them: reads their first bytes for
+/// an image's signature. It must never read out of bounds, and a format it names must begin as
+/// that format does.
+private func useAsAnswerBody(_ bytes: UnsafeRawBufferPointer) {
+    guard let format = ImageSignature.format(of: bytes) else { return }
+    let head = Array(bytes.prefix(16))
+    switch format {
+    case .png: expect(head.starts(with: [0x89, 0x50, 0x4E, 0x47]), "PNG without its signature")
+    case .jpeg: expect(head.starts(with: [0xFF, 0xD8, 0xFF]), "JPEG without its marker")
+    case .gif: expect(head.starts(with: Array("GIF8".utf8)), "GIF without its signature")
+    case .webp: expect(head.starts(with: Array("RIFF".utf8)) && bytes.count >= 12, "WebP without RIFF")
+    case .avif, .heif: expect(bytes.count >= 16 && Array(head[4..<8]) == Array("ftyp".utf8), "an ISO image without ftyp")
+    case .svg: expect(bytes.count > 4, "SVG of nothing")
+    case .jpegXL, .tiff, .bmp, .ico: expect(bytes.count >= 2, "\(format) of one byte")
+    }
 }
 
 /// What the cache does with an origin's answer: read its caching fields, decide freshness, keep

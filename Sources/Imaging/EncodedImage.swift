@@ -17,3 +17,19 @@ public struct EncodedImage: Sendable, Hashable {
         self.mimeType = mimeType
     }
 }
+
+/// An encoded image's bytes where libvips wrote them, lent to a closure by the `Imaging` calls
+/// that take one (``Imaging/thumbnail(_:fitting:format:_:)``,
+/// ``Imaging/thumbnail(of:fitting:format:_:)``): ``bytes`` is valid only during that call, so a
+/// caller that keeps the image copies them once, into storage of its own (a server's buffer),
+/// instead of into an array first.
+public struct EncodedBytes {
+    /// The encoded bytes, in libvips' buffer: do not keep the pointer past the closure.
+    public let bytes: UnsafeRawBufferPointer
+    /// Width in pixels.
+    public let width: Int
+    /// Height in pixels.
+    public let height: Int
+    /// The MIME type of ``bytes``.
+    public let mimeType: String
+}

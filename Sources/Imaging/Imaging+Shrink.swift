@@ -104,29 +104,33 @@ extension Imaging {
     /// thumbnail of it made with ``thumbnail(_:fitting:format:)`` is the same image, streamed.
     /// - Throws: what ``shrink(_:fitting:)`` throws.
     public func shrink(_ data: [UInt8], fitting size: Int, keepingAtMost byteLimit: Int) throws(Error) -> ShrunkImage? {
+        try withBytes(data) { (bytes) throws(Error) -> ShrunkImage? in try shrink(bytes, fitting: size, keepingAtMost: byteLimit) }
+    }
+
+    /// ``shrink(_:fitting:keepingAtMost:)`` of `bytes` read in place: nothing of the input is
+    /// copied (the pixels kept are libvips' own).
+    public func shrink(_ bytes: UnsafeRawBufferPointer, fitting size: Int, keepingAtMost byteLimit: Int) throws(Error) -> ShrunkImage? {
         try Self.check(width: size, height: size, format: .png)
-        return try withBytes(data) { (bytes) throws(Error) -> ShrunkImage? in
-            let info = try probe(bytes)
-            let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
-            let whole = info.format == .png || info.format == .gif
-            if whole, Self.shrinkCost(of: info, fitting: size) > byteLimit { return nil }
-            if whole {
-                // No shrink-on-load: kept whole, every box is made from the original's own pixels.
-                guard let loaded = cvips_image_new_from_buffer(bytes.baseAddress!, bytes.count, "fail_on=truncated") else {
-                    throw corrupt(VipsRuntime.takeErrorMessage())
-                }
-                let lazy = VipsImage(loaded)
-                let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
-                return ShrunkImage(original: info, box: size, pixels: pixels, form: .whole)
+        let info = try probe(bytes)
+        let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
+        let whole = info.format == .png || info.format == .gif
+        if whole, Self.shrinkCost(of: info, fitting: size) > byteLimit { return nil }
+        if whole {
+            // No shrink-on-load: kept whole, every box is made from the original's own pixels.
+            guard let loaded = cvips_image_new_from_buffer(bytes.baseAddress!, bytes.count, "fail_on=truncated") else {
+                throw corrupt(VipsRuntime.takeErrorMessage())
             }
-            let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
-            let lazy = try VipsImage.make("thumbnail", failure: corrupt) {
-                cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(size), Int32(size), "fail_on=truncated")
-            }
-            // Every pixel decoded now (a truncated input fails here), into memory the image owns.
+            let lazy = VipsImage(loaded)
             let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
-            return ShrunkImage(original: info, box: size, pixels: pixels, form: .shrunk)
+            return ShrunkImage(original: info, box: size, pixels: pixels, form: .whole)
         }
+        let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
+        let lazy = try VipsImage.make("thumbnail", failure: corrupt) {
+            cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(size), Int32(size), "fail_on=truncated")
+        }
+        // Every pixel decoded now (a truncated input fails here), into memory the image owns.
+        let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
+        return ShrunkImage(original: info, box: size, pixels: pixels, form: .shrunk)
     }
 
     /// Whether ``shrink(_:fitting:)`` keeps `data` whole, read from its first bytes (the PNG and
@@ -171,6 +175,23 @@ extension Imaging {
         let image = try shrunk.pixels(fitting: size) { () throws(Error) -> VipsImage in try Self.resized(shrunk, fitting: size, failure: failure) }
         let encoded = try image.encode(format, png: .thumbnail(of: info), failure: failure)
         return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
+    }
+
+    /// ``thumbnail(of:fitting:format:)``, handing `body` the encoded output in libvips' own
+    /// buffer (``EncodedBytes``), freed when `body` returns: a caller that keeps it copies it once.
+    public func thumbnail<Result>(
+        of shrunk: ShrunkImage, fitting size: Int, format: OutputFormat = .png, _ body: (EncodedBytes) -> Result
+    ) throws(Error) -> Result {
+        try Self.check(width: size, height: size, format: format)
+        guard size <= shrunk.box else {
+            throw .invalidArgument("a thumbnail of \(size) px cannot be made from pixels shrunk to \(shrunk.box) px: shrink to the largest box first")
+        }
+        let info = shrunk.original
+        let failure = { (detail: String) in Error.encodeFailed(format: format.description, detail: detail) }
+        let image = try shrunk.pixels(fitting: size) { () throws(Error) -> VipsImage in try Self.resized(shrunk, fitting: size, failure: failure) }
+        return try image.encode(format, png: .thumbnail(of: info), failure: failure) {
+            body(EncodedBytes(bytes: $0, width: image.width, height: image.height, mimeType: format.mimeType))
+        }
     }
 
     /// `shrunk`'s pixels at `size` (see ``thumbnail(of:fitting:format:)``), lazily computed.

@@ -28,22 +28,40 @@ extension Imaging {
 
     /// Makes a thumbnail that fits inside `width` x `height`; see ``thumbnail(_:fitting:format:)``.
     public func thumbnail(_ data: [UInt8], width: Int, height: Int, format: OutputFormat = .png) throws(Error) -> EncodedImage {
-        try Self.check(width: width, height: height, format: format)
-        return try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
-            let info = try probe(bytes)
-            let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
-            let image: VipsImage
-            if let premultiplied = try premultipliedThumbnail(bytes, info: info, width: width, height: height, failure: corrupt) {
-                image = try Self.straight(premultiplied, failure: corrupt)
-            } else {
-                let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
-                image = try VipsImage.make("thumbnail", failure: corrupt) {
-                    cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(width), Int32(height), "fail_on=truncated")
-                }
+        try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
+            try thumbnail(bytes, width: width, height: height, format: format) {
+                EncodedImage(data: [UInt8]($0.bytes), width: $0.width, height: $0.height, mimeType: $0.mimeType)
             }
-            // Pixels are decoded lazily while encoding, so a truncated input fails here.
-            let encoded = try image.encode(format, png: .thumbnail(of: info), failure: corrupt)
-            return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
+        }
+    }
+
+    /// ``thumbnail(_:fitting:format:)`` of `bytes` read in place (no copy of the input), handing
+    /// `body` the encoded output in libvips' own buffer (``EncodedBytes``), freed when `body`
+    /// returns: a caller that keeps it copies it once.
+    public func thumbnail<Result>(
+        _ bytes: UnsafeRawBufferPointer, fitting size: Int, format: OutputFormat = .png, _ body: (EncodedBytes) -> Result
+    ) throws(Error) -> Result {
+        try thumbnail(bytes, width: size, height: size, format: format, body)
+    }
+
+    func thumbnail<Result>(
+        _ bytes: UnsafeRawBufferPointer, width: Int, height: Int, format: OutputFormat, _ body: (EncodedBytes) -> Result
+    ) throws(Error) -> Result {
+        try Self.check(width: width, height: height, format: format)
+        let info = try probe(bytes)
+        let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
+        let image: VipsImage
+        if let premultiplied = try premultipliedThumbnail(bytes, info: info, width: width, height: height, failure: corrupt) {
+            image = try Self.straight(premultiplied, failure: corrupt)
+        } else {
+            let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
+            image = try VipsImage.make("thumbnail", failure: corrupt) {
+                cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(width), Int32(height), "fail_on=truncated")
+            }
+        }
+        // Pixels are decoded lazily while encoding, so a truncated input fails here.
+        return try image.encode(format, png: .thumbnail(of: info), failure: corrupt) {
+            body(EncodedBytes(bytes: $0, width: image.width, height: image.height, mimeType: format.mimeType))
         }
     }
 

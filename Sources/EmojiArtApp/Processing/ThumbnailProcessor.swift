@@ -1,5 +1,6 @@
 public import ImageCache
 public import Imaging
+import NIOCore
 import Synchronization
 
 /// Makes the app's variants with libvips: an image that fits in a `size` x `size` box, never
@@ -70,18 +71,22 @@ public struct ThumbnailProcessor: ImageProcessing {
     }
 
     public func process(_ image: ImageCache.Image) async throws -> ImageCache.Image {
-        let thumbnail: EncodedImage
-        // The signature is read in place (no copy of the original), before the store's key is.
+        // The original is read in place (its signature, then libvips), and the output copied once,
+        // from libvips' buffer into the image's.
         if let shrinks,
            !(streamsWhenNothingIsKept && image.withUnsafeBytes { Imaging.keepsWhole($0) } && shrinks.isUntouched(image, fitting: shrinkBox)),
            let shrunk = try await shrinks.shrunk(image, fitting: shrinkBox, imaging: imaging) {
-            thumbnail = try imaging.thumbnail(of: shrunk, fitting: size, format: format)
-        } else {
-            thumbnail = try imaging.thumbnail(image.data, fitting: size, format: format)
+            return try imaging.thumbnail(of: shrunk, fitting: size, format: format, Self.image(of:))
         }
+        return try image.withUnsafeBytes { try imaging.thumbnail($0, fitting: size, format: format, Self.image(of:)) }
+    }
+
+    /// The cache's image of libvips' output: its bytes copied once, into a buffer of their own.
+    static func image(of encoded: EncodedBytes) -> ImageCache.Image {
+        var buffer = ByteBufferAllocator().buffer(capacity: encoded.bytes.count)
+        buffer.writeBytes(encoded.bytes)
         return ImageCache.Image(
-            data: thumbnail.data, contentType: thumbnail.mimeType,
-            pixelSize: .init(width: thumbnail.width, height: thumbnail.height)
+            buffer: buffer, contentType: encoded.mimeType, pixelSize: .init(width: encoded.width, height: encoded.height)
         )
     }
 }
@@ -152,7 +157,9 @@ public final class ShrunkOriginals: Sendable {
             case .make:
                 let made: ShrunkImage
                 do {
-                    guard let decoded = try imaging.shrink(original.data, fitting: box, keepingAtMost: byteLimit) else {
+                    // The original's bytes read in place, where the fetcher received them.
+                    let shrunk = try original.withUnsafeBytes { try imaging.shrink($0, fitting: box, keepingAtMost: byteLimit) }
+                    guard let decoded = shrunk else {
                         // Not decoded whole: this caller streams, and each waiter asks again (and streams).
                         for waiter in state.withLock({ Self.abandon(key, in: &$0) }) { waiter.resume(returning: nil) }
                         return nil

@@ -49,6 +49,15 @@ final class VipsImage {
     func encode(
         _ format: OutputFormat, png: PNGEncoding = .unfiltered, failure: ((String) -> Imaging.Error)? = nil
     ) throws(Imaging.Error) -> [UInt8] {
+        try encode(format, png: png, failure: failure) { [UInt8]($0) }
+    }
+
+    /// Encodes to `format` and hands `body` the bytes in libvips' own buffer, freed when `body`
+    /// returns: a caller that keeps them copies them once, into storage of its own.
+    func encode<Result>(
+        _ format: OutputFormat, png: PNGEncoding = .unfiltered, failure: ((String) -> Imaging.Error)? = nil,
+        _ body: (UnsafeRawBufferPointer) -> Result
+    ) throws(Imaging.Error) -> Result {
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let status: Int32
@@ -63,7 +72,7 @@ final class VipsImage {
             throw failure?(detail) ?? .encodeFailed(format: format.description, detail: detail)
         }
         defer { cvips_free(buffer) }
-        return [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))
+        return body(UnsafeRawBufferPointer(start: buffer, count: length))
     }
 }
 
