@@ -473,7 +473,7 @@ def targets(measured, budgets):
     rows = []
     for request in REQUESTS:
         for name in BUDGETED:
-            budget = budgets.get(request, {}).get(name)
+            budget = (budgets.get(request) or {}).get(name)
             now = figure(measured[request], name)
             what = f"{request}: {name}"
             if budget is None:

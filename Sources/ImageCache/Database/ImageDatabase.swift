@@ -2,8 +2,8 @@
 /// as Nuke's `ImagePipelineActor`. A marker, as a global actor is.
 ///
 /// On it: who waits for which flight, what starts next in each stage (disk reads, downloads,
-/// processing, disk writes) and at which priority, what failed and until when, and the images
-/// waiting for their disk write. ``ImagePipeline`` and ``ImagePrefetcher`` are isolated to it;
+/// processing, disk writes) and at which priority, and what failed and until when. (The images
+/// waiting for their disk write are the memory cache's, read from any thread.) ``ImagePipeline`` and ``ImagePrefetcher`` are isolated to it;
 /// every pipeline shares its one serial executor, so the work on it is short bookkeeping, never
 /// I/O. Heavy work (reading and writing the disk, fetching, hashing, decoding and processing)
 /// runs off it, and a memory hit never touches it.

@@ -15,7 +15,7 @@ import Logging
 ///
 /// ```
 /// image(for:)      front door, on the caller's thread: memory (one lock); a hit never touches the actor
-/// load(_:stale:as:)          on the actor: the key's flight, led or joined (PipelineStateMachine);
+/// load(_:stale:lookedAt:as:) on the actor: the key's flight, led or joined (PipelineStateMachine);
 ///                            a remembered failure answers at once
 /// fly(_:flight:stale:as:)    the flight's work, a task on the actor that every waiter shares:
 ///   1. disk        [disk-read slot] read and checked off the actor (length, key, XXH3, SHA-256)
