@@ -275,10 +275,11 @@ extension EmojiArtModel {
             if response.status == .notModified, let stored, let headers = stored.image.cacheHeaders, !conditional.isEmpty {
                 let outcome: FeedAuthenticator.Outcome
                 do {
-                    outcome = try await authenticator.authenticateNotModified(
+                    let verified = try await authenticator.authenticateNotModified(
                         headers: response.headers, storedETag: headers.etag, fingerprint: stored.fingerprint, nonce: nonce,
                         storedFeed: stored.identity
                     )
+                    outcome = try authenticator.record(verified)
                 } catch {
                     refuse(error)
                     throw NotModifiedRefused(failure: error)
@@ -304,16 +305,24 @@ extension EmojiArtModel {
         } catch {
             throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
         }
-        let outcome: FeedAuthenticator.Outcome
+        let verified: FeedAuthenticator.Verified
         do {
-            outcome = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body, nonce: nonce)
+            verified = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body, nonce: nonce)
         } catch {
             refuse(error)
             throw Error.unauthenticatedFeed(url: url, failure: error)
         }
         let bytes = Array(body.readableBytesView)
-        // Refused before it is stored: a feed this app will not use replaces nothing.
+        // Refused before anything is recorded or stored: a feed this app will not use changes
+        // neither the trust file (its newest signature, its accepted feeds) nor the stored feed.
         let entries = try decodeFeed(bytes)
+        let outcome: FeedAuthenticator.Outcome
+        do {
+            outcome = try authenticator.record(verified)
+        } catch {
+            refuse(error)
+            throw Error.unauthenticatedFeed(url: url, failure: error)
+        }
         let responseTime = now()
         // The app's own record of what it authenticated: kept whatever the answer's unsigned
         // fields say (`no-store`, a long `max-age`), with the signed `ETag` and the validators
