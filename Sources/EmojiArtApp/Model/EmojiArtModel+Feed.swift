@@ -49,6 +49,13 @@ extension EmojiArtModel {
     /// - Returns: whether a new verification started (for the load that started the check).
     @discardableResult
     public func refreshIfFeedChanged() async -> Bool {
+        await refreshIfFeedChanged(ignoringInterval: false)
+    }
+
+    /// ``refreshIfFeedChanged()``, asking within ``feedCheckInterval`` too when
+    /// `ignoringInterval` (a retry while the stored feed failed its last check); a check under
+    /// way is shared all the same.
+    func refreshIfFeedChanged(ignoringInterval: Bool) async -> Bool {
         guard phase.value == .ready, cachePolicy.allowsLoading else { return false }
         if let feedCheck {
             sharedFeedChecks.update { $0 += 1 }
@@ -56,7 +63,7 @@ extension EmojiArtModel {
             return false
         }
         // A clock set back counts as the interval over: the check is not held off by it.
-        if let last = lastFeedRequest, case let elapsed = now().timeIntervalSince(last),
+        if !ignoringInterval, let last = lastFeedRequest, case let elapsed = now().timeIntervalSince(last),
            elapsed >= 0, elapsed < Self.seconds(feedCheckInterval) {
             skippedFeedChecks.update { $0 += 1 }
             return false
@@ -389,6 +396,7 @@ extension EmojiArtModel {
         let (bytes, key) = (fetched.bytes, fetched.key)
         let feed = try fetched.entries ?? decodeFeed(bytes)
         adoptedFeed = bytes
+        feedEditions += 1
         noteOrigin(fetched)
         if key.trustedOnFirstUse {
             logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")
