@@ -215,6 +215,8 @@ extension ClusterCommand {
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
                 // The edge passes on the Host people open it by: its own address.
                 "--allowed-host", edge.host, "--warm-up-budget", "\(warmUpBudget)",
+                // The edge names each client: its event streams are counted by its address.
+                "--behind-edge",
             ]
             app.standardOutput = FileHandle.nullDevice
             do {

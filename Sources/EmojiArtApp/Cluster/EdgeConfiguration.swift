@@ -238,6 +238,9 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
+                # Who the client is, for the instance's per-client limits (its --behind-edge): set here, so
+                # a client cannot name another.
+                proxy_set_header EmojiArt-Client-Address $remote_addr;
                 limit_conn emojiart_clients \(Self.requestsPerClient);
                 limit_conn_status 429;
 
