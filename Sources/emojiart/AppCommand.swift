@@ -42,6 +42,7 @@ struct AppCommand: AsyncParsableCommand {
         configuration.feedCheckInterval = .seconds(feedCheckInterval)
         configuration.clientAddressFromEdge = behindEdge
         configuration.warmUpBudget = answers.warmUpBudget << 20
+        configuration.warmUpPixelBudget = answers.warmUpMegapixels * 1_000_000
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

@@ -77,6 +77,8 @@ public enum EmojiArtApp {
             warmer: warmer,
             warmUp: warmUp,
             warmUpBudget: configuration.warmUpBudget,
+            warmUpPixelBudget: configuration.warmUpPixelBudget,
+            warmUpMaxSourcePixels: configuration.warmUpMaxSourcePixels,
             statsBroadcast: StatsBroadcast { AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp) },
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams, perClient: configuration.maxEventStreamsPerClient),
             clientAddressFromEdge: configuration.clientAddressFromEdge,

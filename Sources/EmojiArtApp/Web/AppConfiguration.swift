@@ -90,6 +90,15 @@ public struct AppConfiguration: Sendable {
     /// memory in the format and density it asks for (``WarmUp``). 0 makes none: a first request
     /// of a slow format is answered with a stand-in, as before.
     public var warmUpBudget = 32 << 20
+    /// The most source pixels the warm-up decodes for one feed edition
+    /// (`--warm-up-megapixels`, 64 million by default: the book's 26 pieces are 6): each
+    /// verified piece's original counts once (its variants share one decode), read from its
+    /// header before it is decoded; past it, the warm-up stops. A gallery that lists thousands of
+    /// large images makes it decode no more than this, whatever their bytes.
+    public var warmUpPixelBudget = 64_000_000
+    /// The largest original the warm-up decodes, in pixels (16 million by default): one above it
+    /// is refused from its header, before any decode, and left to a request somebody makes.
+    public var warmUpMaxSourcePixels = 16_000_000
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).

@@ -37,6 +37,11 @@ struct AppServices: Sendable {
     let warmUp: LiveValue<WarmUp.Progress>
     /// The most bytes of variants the warm-up makes (``AppConfiguration/warmUpBudget``).
     let warmUpBudget: Int
+    /// The most source pixels the warm-up decodes a feed edition
+    /// (``AppConfiguration/warmUpPixelBudget``).
+    let warmUpPixelBudget: Int
+    /// The largest original the warm-up decodes (``AppConfiguration/warmUpMaxSourcePixels``).
+    let warmUpMaxSourcePixels: Int
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.

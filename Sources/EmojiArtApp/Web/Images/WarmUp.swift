@@ -1,6 +1,7 @@
 import Foundation
 import GalleryFeed
 import ImageCache
+import Imaging
 import Logging
 import ServiceLifecycle
 
@@ -15,8 +16,10 @@ import ServiceLifecycle
 ///   taking at most `cores - 1` processors (``ImagePipeline/Limits/backgroundProcessing``; on one
 ///   core, the one), finds one free; a request of a variant being made joins its flight, which
 ///   then starts at once. `ready` does not wait for it.
-/// - **Bounded.** Only the verified pieces of an authenticated feed; at most ``budget`` bytes of
-///   variants and half the memory cache's byte limit (so it takes no more than half of what
+/// - **Bounded.** Only the verified pieces of an authenticated feed; at most
+///   ``AppServices/warmUpPixelBudget`` source pixels decoded an edition (each original's header
+///   read first; one over ``AppServices/warmUpMaxSourcePixels`` is refused before any decode); at
+///   most ``budget`` bytes of variants and half the memory cache's byte limit (so it takes no more than half of what
 ///   memory holds), and never past the disk's size limit less what waits to be written and twice
 ///   the largest batch, so it never evicts from disk an entry somebody asked for (a catalog of
 ///   thousands warms its first pages). A new feed edition cancels it (its requests not started
@@ -34,7 +37,7 @@ final class WarmUp: Service, Sendable {
             case running
             /// Every planned variant was made (or failed).
             case done
-            /// Stopped at its byte budget, or at the disk's room.
+            /// Stopped at its byte or pixel budget, or at the disk's room.
             case stopped
             /// A new feed edition came first.
             case cancelled
@@ -53,6 +56,13 @@ final class WarmUp: Service, Sendable {
         var bytes = 0
         /// The byte budget.
         var budget: Int
+        /// Variants not made because their original has more pixels than the warm-up decodes
+        /// (``AppServices/warmUpMaxSourcePixels``), read from its header.
+        var refused = 0
+        /// Source pixels decoded for this edition: each original's once.
+        var pixels = 0
+        /// The most source pixels it decodes for an edition (``AppServices/warmUpPixelBudget``).
+        var pixelBudget = 0
         /// From the start to the end, once ended.
         var seconds: Double?
         /// How many warm-ups were started: each feed edition starts one.
@@ -62,7 +72,7 @@ final class WarmUp: Service, Sendable {
         var ended: Bool { state != .idle && state != .running }
 
         private enum Key: String, CodingKey {
-            case state, made, failed, total, bytes, budget, seconds, runs, text
+            case state, made, failed, refused, total, bytes, budget, pixels, pixelBudget, seconds, runs, text
         }
 
         /// Its fields, and ``text`` for the page's script to show.
@@ -71,9 +81,12 @@ final class WarmUp: Service, Sendable {
             try container.encode(state, forKey: .state)
             try container.encode(made, forKey: .made)
             try container.encode(failed, forKey: .failed)
+            try container.encode(refused, forKey: .refused)
             try container.encode(total, forKey: .total)
             try container.encode(bytes, forKey: .bytes)
             try container.encode(budget, forKey: .budget)
+            try container.encode(pixels, forKey: .pixels)
+            try container.encode(pixelBudget, forKey: .pixelBudget)
             try container.encodeIfPresent(seconds, forKey: .seconds)
             try container.encode(runs, forKey: .runs)
             try container.encode(text, forKey: .text)
@@ -143,6 +156,8 @@ final class WarmUp: Service, Sendable {
     struct Piece: Sendable {
         let number: Int
         let checksum: String
+        /// The original the variants are made from, as verification cached it.
+        let source: ImageRequest
         let requests: [ImageRequest]
     }
 
@@ -170,7 +185,7 @@ final class WarmUp: Service, Sendable {
                     requests.append(model.imageRequest(file, processor: processor))
                 }
             }
-            pieces.append(Piece(number: number, checksum: file.checksum, requests: requests))
+            pieces.append(Piece(number: number, checksum: file.checksum, source: model.imageRequest(file), requests: requests))
         }
         return pieces
     }
@@ -182,9 +197,15 @@ final class WarmUp: Service, Sendable {
         let start = clock.now
         let database = services.database
         let budget = min(self.budget, database.configuration.memoryCostLimit / 2)
+        let pixelBudget = services.warmUpPixelBudget
         progress.update { progress in
-            progress = Progress(state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, runs: progress.runs + 1)
+            progress = Progress(
+                state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, pixelBudget: pixelBudget,
+                runs: progress.runs + 1
+            )
         }
+        // Only a header is read here: the pixels an original would cost are known before anyone decodes it.
+        let headers = Imaging(limits: Imaging.Limits(maxPixels: services.warmUpMaxSourcePixels))
         let diskLimit = database.configuration.diskSizeLimit
         var largestBatch = 1 << 20  // a margin before the first batch is measured
         var end = Progress.State.done
@@ -200,8 +221,29 @@ final class WarmUp: Service, Sendable {
                 end = .stopped
                 break
             }
-            let batch = plan[index..<min(index + Self.batchPieces, plan.count)].flatMap(\.requests)
+            var pieces: [Piece] = []
+            var refused = 0
+            var overBudget = false
+            for piece in plan[index..<min(index + Self.batchPieces, plan.count)] {
+                switch await Self.sourcePixels(of: piece, in: database, headers: headers) {
+                case .refused:
+                    refused += piece.requests.count
+                    continue
+                case let .pixels(count):
+                    if progress.value.pixels + count > pixelBudget {
+                        overBudget = true
+                        break
+                    }
+                    progress.update { $0.pixels += count }
+                case .unknown:
+                    break
+                }
+                if overBudget { break }
+                pieces.append(piece)
+            }
+            if refused > 0 { progress.update { $0.refused += refused } }
             index += Self.batchPieces
+            let batch = pieces.flatMap(\.requests)
             let made = await withTaskCancellationHandler {
                 await prefetcher.prefetch(batch)
             } onCancel: { [prefetcher] in
@@ -214,6 +256,11 @@ final class WarmUp: Service, Sendable {
                 progress.failed += batch.count - made
                 progress.bytes += batchBytes
             }
+            // The next original would take the edition past its pixels: none is decoded after it.
+            if overBudget {
+                end = .stopped
+                break
+            }
         }
         if Task.isCancelled { end = .cancelled }
         let seconds = Self.seconds(clock.now - start)
@@ -225,6 +272,28 @@ final class WarmUp: Service, Sendable {
         services.model.logger.info(
             "warm-up \(end.rawValue): \(ended.made) of \(ended.total) thumbnail variants held (\(ended.bytes / 1024) KB, \(ended.failed) failed) in \(String(format: "%.1f", seconds)) s"
         )
+    }
+
+    /// What the original of `piece` would cost to decode.
+    enum SourcePixels {
+        /// Its header's width x height.
+        case pixels(Int)
+        /// More than the warm-up decodes, or not an image it can read: not to be decoded here.
+        case refused
+        /// Not in the cache (then its variants fail to be made without it).
+        case unknown
+    }
+
+    /// The pixels of `piece`'s original, read from its header as the cache holds it (`headers`'
+    /// limits: an original over them is ``SourcePixels/refused``), before anything decodes it.
+    static func sourcePixels(of piece: Piece, in database: ImagePipeline, headers: Imaging) async -> SourcePixels {
+        guard let original = await database.cachedImage(forKey: piece.source.cacheKey) else { return .unknown }
+        do {
+            let info = try headers.probe(original.data)
+            return .pixels(info.width * info.height)
+        } catch {
+            return .refused
+        }
     }
 
     static func seconds(_ duration: Duration) -> Double {
