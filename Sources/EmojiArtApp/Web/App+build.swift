@@ -79,6 +79,7 @@ public enum EmojiArtApp {
             warmUpBudget: configuration.warmUpBudget,
             warmUpPixelBudget: configuration.warmUpPixelBudget,
             warmUpMaxSourcePixels: configuration.warmUpMaxSourcePixels,
+            warmUpInterval: configuration.feedCheckInterval,
             statsBroadcast: StatsBroadcast { AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp) },
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams, perClient: configuration.maxEventStreamsPerClient),
             clientAddressFromEdge: configuration.clientAddressFromEdge,

@@ -42,6 +42,9 @@ struct AppServices: Sendable {
     let warmUpPixelBudget: Int
     /// The largest original the warm-up decodes (``AppConfiguration/warmUpMaxSourcePixels``).
     let warmUpMaxSourcePixels: Int
+    /// The least time between two warm-up starts: the feed check interval
+    /// (``AppConfiguration/feedCheckInterval``), so an edition a check finds starts at most one.
+    let warmUpInterval: Duration
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.

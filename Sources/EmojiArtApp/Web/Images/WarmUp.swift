@@ -4,6 +4,8 @@ import ImageCache
 import Imaging
 import Logging
 import ServiceLifecycle
+import Synchronization
+import Clocks
 
 /// Makes the catalog's thumbnails before anyone asks: once a feed is authenticated and its
 /// images verified (the model is `ready`), every offered format (AVIF, WebP, PNG) of each
@@ -43,6 +45,9 @@ final class WarmUp: Service, Sendable {
             case cancelled
             /// Turned off (a budget of 0).
             case off
+            /// A new feed edition waits for its start: one warm-up starts per
+            /// ``AppServices/warmUpInterval`` at most.
+            case deferred
         }
 
         var state: State
@@ -69,7 +74,7 @@ final class WarmUp: Service, Sendable {
         var runs = 0
 
         /// Whether it is over (done, stopped, cancelled or off).
-        var ended: Bool { state != .idle && state != .running }
+        var ended: Bool { state != .idle && state != .running && state != .deferred }
 
         private enum Key: String, CodingKey {
             case state, made, failed, refused, total, bytes, budget, pixels, pixelBudget, seconds, runs, text
@@ -101,6 +106,7 @@ final class WarmUp: Service, Sendable {
             case .stopped: "\(made) of \(total), budget reached"
             case .cancelled: "\(made) of \(total), cancelled"
             case .off: "off"
+            case .deferred: "\(made) of \(total), next edition soon"
             }
         }
     }
@@ -117,9 +123,15 @@ final class WarmUp: Service, Sendable {
     /// Where it stands, live (``AppServices/warmUp``).
     var progress: LiveValue<Progress> { services.warmUp }
 
-    /// The warm-up of `services`' model, within its budget.
-    init(services: AppServices) {
+    /// When the last warm-up started, on ``clock``.
+    private let lastStart = Mutex<AnyClock<Duration>.Instant?>(nil)
+    /// The clock starts are spaced on (tests pass one they move by hand).
+    private let clock: AnyClock<Duration>
+
+    /// The warm-up of `services`' model, within its budgets, its starts spaced on `clock`.
+    init(services: AppServices, clock: some Clock<Duration> = ContinuousClock()) {
         self.services = services
+        self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
     }
 
     /// A new warm-up's progress: idle, or off for a budget of 0.
@@ -128,9 +140,11 @@ final class WarmUp: Service, Sendable {
     }
 
     /// Follows the model: a `ready` with another feed edition than the one warmed starts a
-    /// warm-up for it; a new feed being loaded or verified cancels the one under way (an
-    /// unchanged feed never leaves `ready`). Until the app shuts down; at once with a budget of
-    /// 0 (the app then does not run it).
+    /// warm-up for it, at most one per ``AppServices/warmUpInterval`` (an edition within it waits,
+    /// ``Progress/State/deferred``, and is planned afresh when its time comes); a new feed being
+    /// loaded or verified cancels the one under way or waiting (an unchanged feed never leaves
+    /// `ready`). Until the app shuts down; at once with a budget of 0 (the app then does not run
+    /// it).
     func run() async throws {
         guard budget > 0 else { return }
         await cancelWhenGracefulShutdown { [self] in
@@ -145,7 +159,19 @@ final class WarmUp: Service, Sendable {
                 if let current, current.edition == edition, !current.task.isCancelled { continue }
                 current?.task.cancel()
                 await current?.task.value
-                current = (edition, Task { await self.warm(plan) })
+                let startAt = lastStart.withLock { $0 }.map { $0.advanced(by: services.warmUpInterval) }
+                if let startAt, startAt > clock.now {
+                    progress.update { $0.state = .deferred }
+                    current = (edition, Task {
+                        // Cancelled meanwhile (a newer edition, shutdown): not started.
+                        do { try await self.clock.sleep(until: startAt) } catch { return }
+                        self.lastStart.withLock { $0 = self.clock.now }
+                        await self.warm(await self.plan())
+                    })
+                } else {
+                    lastStart.withLock { $0 = clock.now }
+                    current = (edition, Task { await self.warm(plan) })
+                }
             }
             current?.task.cancel()
             await current?.task.value
