@@ -1,4 +1,8 @@
 @testable import EmojiArtApp
+import FastLane
+import Hummingbird
+import HTTPTypes
+import NIOCore
 import Foundation
 import ImageCache
 import Synchronization
@@ -106,5 +110,42 @@ extension Result {
     /// The error, if it failed.
     var failure: Failure? {
         if case let .failure(error) = self { error } else { nil }
+    }
+}
+
+extension FairEventStreamsTests {
+    /// Behind the edge every client arrives from the edge's address: the edge names each one in
+    /// `EmojiArt-Client-Address` (real nginx: a client's own field of that name is replaced), and
+    /// an app run `--behind-edge` counts by it, from a loopback peer only.
+    @Test func behindTheEdgeEachClientIsCountedByItsOwnAddress() async throws {
+        try await EdgeRouteTests.withEdge(workers: 1, workerConnections: 1024) { (edgePort) async throws in
+            for source in ["127.0.0.2", "127.0.0.3"] {
+                let answer = try await RawHTTPConnection.with(port: edgePort, from: source) { connection in
+                    try await connection.send(["/events"], fields: ["Host: localhost", "EmojiArt-Client-Address: 198.51.100.9"])
+                    return try await connection.response()
+                }
+                #expect(answer?.status == 200 && answer.map { String(decoding: $0.body, as: UTF8.self) } == source, "\(String(describing: answer))")
+            }
+        }
+        let directory = TemporaryDirectory()
+        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+        let galleryURL = URL(string: "http://127.0.0.1:9")!
+        func services(behindEdge: Bool) throws -> AppServices {
+            var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+            configuration.clientAddressFromEdge = behindEdge
+            return try EmojiArtApp.buildRouterAndServices(configuration, model: makeModel(galleryURL, database), database: database).services
+        }
+        let request = Request(
+            head: .init(method: .get, scheme: nil, authority: "127.0.0.1", path: "/events", headerFields: [AppServices.clientAddressField: "198.51.100.9"]),
+            body: .init(buffer: ByteBuffer())
+        )
+        let (edge, alone) = (try services(behindEdge: true), try services(behindEdge: false))
+        try FastLaneHTTP1Channel.$clientAddress.withValue(try SocketAddress(ipAddress: "127.0.0.1", port: 40_000)) {
+            #expect(edge.clientKey(request) == "198.51.100.9", "named by the edge on this machine")
+            #expect(alone.clientKey(request) == "127.0.0.1", "without --behind-edge the field is nobody's word")
+        }
+        try FastLaneHTTP1Channel.$clientAddress.withValue(try SocketAddress(ipAddress: "192.0.2.1", port: 40_000)) {
+            #expect(edge.clientKey(request) == "192.0.2.1", "a peer elsewhere cannot name another client")
+        }
     }
 }
