@@ -331,6 +331,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: app),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
+                .product(name: "Clocks", package: "swift-clocks", condition: app),
             ],
             swiftSettings: swiftSettings
         ),

@@ -114,10 +114,12 @@ public struct FastLaneHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     }
 
     /// Serves the connection's passed-on requests with Hummingbird's request loop, with the
-    /// connection's end bound (``connectionEnd``).
+    /// connection's end and its peer bound (``connectionEnd``, ``clientAddress``).
     public func handle(value connection: Value, logger: Logger) async {
         await Self.$connectionEnd.withValue(connection.end) {
-            await serve(connection, logger: logger)
+            await Self.$clientAddress.withValue(connection.channel.remoteAddress) {
+                await serve(connection, logger: logger)
+            }
         }
     }
 
@@ -132,6 +134,10 @@ extension FastLaneHTTP1Channel {
     /// stream) ends on it at once; otherwise only its next write would find the client gone. `nil`
     /// outside a connection of this channel (a router test).
     @TaskLocal public static var connectionEnd: EventLoopFuture<Void>?
+
+    /// The peer address of the connection whose requests the current task serves; `nil` outside
+    /// a connection of this channel (a router test).
+    @TaskLocal public static var clientAddress: SocketAddress?
 }
 
 /// Completes `end` when the client closes its side of the connection (NIO's `inputClosed`:

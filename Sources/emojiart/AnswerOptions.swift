@@ -25,11 +25,15 @@ struct AnswerOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Once the feed is authenticated, make each verified piece's thumbnail in every offered format at 1x and 2x ahead, the feed's first pieces first, at background priority, up to this many MiB (0: none, and a first request of a slow format gets a stand-in). A new feed edition starts again; /stats and the toolbar show the progress.", valueName: "MiB"))
     var warmUpBudget = 32
 
+    @Option(help: ArgumentHelp("The most megapixels of originals the warm-up decodes for one feed edition (each original's read from its header first, counted once for all its variants); it stops there. An original over 16 megapixels is never decoded by the warm-up.", valueName: "megapixels"))
+    var warmUpMegapixels = 64
+
     /// ``formats`` parsed (``validate()`` has checked it).
     var servedFormats: [ServedFormat] { (try? ServedFormat.list(formats)) ?? ServedFormat.allCases }
 
     func validate() throws {
         guard (0...1_048_576).contains(warmUpBudget) else { throw ValidationError("--warm-up-budget must be 0 to 1048576 MiB, got \(warmUpBudget)") }
+        guard (0...1_000_000).contains(warmUpMegapixels) else { throw ValidationError("--warm-up-megapixels must be 0 to 1000000, got \(warmUpMegapixels)") }
         do {
             _ = try ServedFormat.list(formats)
         } catch {

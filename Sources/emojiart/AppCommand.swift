@@ -22,6 +22,9 @@ struct AppCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Ask the gallery whether its feed changed at most once per S seconds, however many catalog loads ask; no field of the gallery's answers lengthens or shortens it.", valueName: "seconds"))
     var feedCheckInterval: Int = 30
 
+    @Flag(help: "Behind an edge on this machine that names each request's client in EmojiArt-Client-Address (emojiart cluster's nginx, deploy/nginx): the address each client's event streams are counted for, taken from a loopback peer only. Without it every client behind the edge is one address.")
+    var behindEdge = false
+
     func validate() throws {
         guard (0...86_400).contains(feedCheckInterval) else { throw ValidationError("--feed-check-interval must be 0 to 86400 seconds, got \(feedCheckInterval)") }
     }
@@ -37,7 +40,9 @@ struct AppCommand: AsyncParsableCommand {
         (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap())
         configuration.galleryOrigin = client.expectedOrigin
         configuration.feedCheckInterval = .seconds(feedCheckInterval)
+        configuration.clientAddressFromEdge = behindEdge
         configuration.warmUpBudget = answers.warmUpBudget << 20
+        configuration.warmUpPixelBudget = answers.warmUpMegapixels * 1_000_000
         let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }

@@ -25,7 +25,8 @@ struct ClusterCommand: AsyncParsableCommand {
             image requests by piece (hash ... consistent) and keeps their answers (proxy_cache, with --http-cache \
             immutable by default); one browser stays with one instance for pages and the event stream, and the toolbar \
             names it. The nginx configuration is written to WORK/nginx/nginx.conf from the same template as \
-            deploy/nginx/emojiart.conf. Prints the URL to open and each instance's address and pid; Ctrl-C or SIGTERM \
+            deploy/nginx/emojiart.conf, with as many connections a worker (at most 8192) as the hard limit on open \
+            files (ulimit -Hn) has descriptors for; under 12112 it starts nothing and says what to raise. Prints the URL to open and each instance's address and pid; Ctrl-C or SIGTERM \
             stops the instances and nginx and leaves no process behind.
             """
     )
@@ -74,6 +75,20 @@ struct ClusterCommand: AsyncParsableCommand {
         guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile) else {
             throw CommandFailure("nginx is not installed: run scripts/bootstrap (it installs Debian's nginx-light)")
         }
+        // nginx's workers inherit this process's hard limit on descriptors: the connections each
+        // takes are fitted under it (nginx only logs a `worker_rlimit_nofile` it may not set), or
+        // the cluster does not start, saying what to raise.
+        let hardLimit = EdgeConfiguration.hardDescriptorLimit()
+        let workerConnections: Int
+        do {
+            workerConnections = try EdgeConfiguration.workerConnections(fittingHardLimit: hardLimit)
+        } catch {
+            throw CommandFailure("\(error)")
+        }
+        if workerConnections < EdgeConfiguration.workerConnections, let hardLimit {
+            say("cluster: the hard limit on open files is \(hardLimit) (ulimit -Hn): each nginx worker takes \(workerConnections) connections, not \(EdgeConfiguration.workerConnections); raise the limit to \(EdgeConfiguration.descriptors(forWorkerConnections: EdgeConfiguration.workerConnections)) for all of them")
+        }
+
         let temporary = workDir == nil
         let work = workDir.map { URL(fileURLWithPath: $0).standardizedFileURL }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("emojiart-cluster-\(UUID().uuidString)")
@@ -116,7 +131,7 @@ struct ClusterCommand: AsyncParsableCommand {
             )
             let prefix = work.appendingPathComponent("nginx").path
             let conf = prefix + "/nginx.conf"
-            try edge.nginxConf(prefix: prefix).write(toFile: conf, atomically: true, encoding: .utf8)
+            try edge.nginxConf(prefix: prefix, workerConnections: workerConnections).write(toFile: conf, atomically: true, encoding: .utf8)
             do {
                 let (proxy, children) = try startFleet(edge, nginx: nginx, prefix: prefix, configuration: conf, key: key, work: work)
                 // Ready once nginx and every instance answer.
@@ -200,6 +215,8 @@ extension ClusterCommand {
                 "--http-cache", httpCache.rawValue, "--instance-name", "\(index + 1) of \(instances) (port \(instancePort))",
                 // The edge passes on the Host people open it by: its own address.
                 "--allowed-host", edge.host, "--warm-up-budget", "\(warmUpBudget)",
+                // The edge names each client: its event streams are counted by its address.
+                "--behind-edge",
             ]
             app.standardOutput = FileHandle.nullDevice
             do {

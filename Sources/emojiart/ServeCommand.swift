@@ -71,6 +71,7 @@ struct ServeCommand: AsyncParsableCommand {
             )
             configuration.idleTimeout = server.idleTime
             configuration.warmUpBudget = answers.warmUpBudget << 20
+            configuration.warmUpPixelBudget = answers.warmUpMegapixels * 1_000_000
             (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap(servers: 2))
             let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")

@@ -3,6 +3,7 @@ import FastLane
 import Foundation
 @testable import GalleryServer
 import Hummingbird
+import HTTPTypes
 import ImageCache
 import NIOCore
 import Testing
@@ -99,11 +100,20 @@ import TestSupport
 
     /// Runs the edge alone (real nginx, the template's configuration with `workers` workers of
     /// `workerConnections` connections) in front of one stand-in instance that answers
-    /// `GET /health`, and hands `body` the edge's port.
+    /// `GET /health`, and `GET /events` with the client the edge named (`EmojiArt-Client-Address`),
+    /// and hands `body` the edge's port.
     static func withEdge(workers: Int, workerConnections: Int, _ body: (_ edgePort: Int) async throws -> Void) async throws {
+        try await withEdge(workers: workers, workerConnections: workerConnections) { edgePort, _ in try await body(edgePort) }
+    }
+
+    /// ``withEdge(workers:workerConnections:_:)``, handing `body` nginx's error log too.
+    static func withEdge(
+        workers: Int, workerConnections: Int, _ body: (_ edgePort: Int, _ errorLog: URL) async throws -> Void
+    ) async throws {
         let nginx = try #require(["/usr/sbin/nginx", "/usr/bin/nginx"].first(where: FileManager.default.isExecutableFile), "nginx is not installed")
         let router = Router()
         router.get("health") { _, _ in "ok" }
+        router.get("events") { request, _ in request.headers[HTTPField.Name("EmojiArt-Client-Address")!] ?? "none" }
         try await withLiveServer({ running in
             Application(
                 router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
@@ -136,7 +146,7 @@ import TestSupport
                 await Task.yield()
             }
             try #require(up, "nginx did not start: \((try? String(contentsOf: work.url.appendingPathComponent("error.log"), encoding: .utf8)) ?? "")")
-            try await body(edge.edgePort)
+            try await body(edge.edgePort, work.url.appendingPathComponent("error.log"))
         }
     }
 

@@ -31,6 +31,9 @@ final class TamperingProxy: Sendable {
         /// Alters the feed with `edit` (by default, one price) and signs it anew with `key`: with
         /// the gallery's own key, a hostile gallery.
         case resign(SigningKey, edit: @Sendable (inout [ImageFile]) -> Void = { $0[0].price = 5 })
+        /// Serves `body` as the feed, whatever it is, signed anew with `key`: a hostile gallery
+        /// whose feed is not one.
+        case resignBody(SigningKey, body: [UInt8])
         /// Answers every feed request `304 Not Modified`, unsigned, with the `ETag` asked for.
         case notModifiedUnsigned
         /// Answers every feed request `304 Not Modified` with the `ETag` asked for (or `etag`),
@@ -159,7 +162,7 @@ final class TamperingProxy: Sendable {
         // Conditionals pass on, so the gallery answers 304s through the proxy; not for the
         // attacks on a feed's body, which need the whole feed to alter.
         let altersBodies = switch attack {
-        case .changePrice, .replaceChecksumAndImage, .removeSignature, .resign: true
+        case .changePrice, .replaceChecksumAndImage, .removeSignature, .resign, .resignBody: true
         default: false
         }
         if !altersBodies {
@@ -206,8 +209,12 @@ final class TamperingProxy: Sendable {
         case .removeSignature:
             headers.remove(name: "Signature")
             headers.remove(name: "Signature-Input")
-        case let .resign(key, edit) where isFeed:
-            body = try Self.editFeed(body, edit)
+        case let .resign(key, _) where isFeed, let .resignBody(key, _) where isFeed:
+            switch attack {
+            case let .resign(_, edit): body = try Self.editFeed(body, edit)
+            case let .resignBody(_, replacement): body = replacement
+            default: break
+            }
             headers.replaceOrAdd(name: "Content-Digest", value: ContentDigest.fieldValue(for: body))
             let fields = headers
             let signature = try MessageSignature.sign(

@@ -17,6 +17,8 @@ import TestSupport
     func services(_ galleryURL: URL, _ database: ImagePipeline, budget: Int = 32 << 20) throws -> (EmojiArtModel, AppServices) {
         var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
         configuration.warmUpBudget = budget
+        // Editions back to back start at once (their spacing: WarmUpBudgetTests).
+        configuration.feedCheckInterval = .zero
         let model = makeModel(galleryURL, database)
         let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
         return (model, services)

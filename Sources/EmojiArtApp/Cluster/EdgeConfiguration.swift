@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The nginx configuration that puts several app instances behind one address: the edge, with
 /// an image cache sharded by piece, and the origin shield in front of the gallery. One template:
@@ -235,6 +238,9 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 proxy_http_version 1.1;
                 proxy_set_header Connection "";
                 proxy_set_header Host $http_host;
+                # Who the client is, for the instance's per-client limits (its --behind-edge): set here, so
+                # a client cannot name another.
+                proxy_set_header EmojiArt-Client-Address $remote_addr;
                 limit_conn emojiart_clients \(Self.requestsPerClient);
                 limit_conn_status 429;
 
@@ -313,11 +319,67 @@ public struct EdgeConfiguration: Sendable, Hashable {
     public static let workerConnections = 8192
 
     /// The main context's settings for ``workerConnections`` `connections` a worker: the
-    /// descriptors each worker may open (two per proxied request, and the image cache files it
-    /// keeps open) and the connections. `conf.d` cannot set them: deploy/nginx's files name them
-    /// in their header, for /etc/nginx/nginx.conf.
+    /// descriptors each worker may open (``descriptors(forWorkerConnections:)``) and the
+    /// connections. `conf.d` cannot set them: deploy/nginx's files name them in their header, for
+    /// /etc/nginx/nginx.conf.
     public static func mainContext(workerConnections connections: Int = workerConnections) -> [String] {
-        ["worker_rlimit_nofile \(2 * connections + openFileCache + 64);", "events { worker_connections \(connections); }"]
+        ["worker_rlimit_nofile \(descriptors(forWorkerConnections: connections));", "events { worker_connections \(connections); }"]
+    }
+
+    /// The descriptors a worker of `connections` connections may open (its `worker_rlimit_nofile`):
+    /// two per proxied request, the image cache files it keeps open (`open_file_cache`), and a
+    /// few for its logs and listening sockets.
+    public static func descriptors(forWorkerConnections connections: Int) -> Int {
+        2 * connections + openFileCache + 64
+    }
+
+    /// The fewest connections a worker is given: below them, `cluster` stops and says what to
+    /// raise rather than start an edge a few clients could fill.
+    public static let minimumWorkerConnections = 1024
+
+    /// A hard descriptor limit too low for an edge of ``minimumWorkerConnections`` a worker.
+    public struct DescriptorLimitTooLow: Error, Sendable, Hashable, CustomStringConvertible {
+        /// The hard `RLIMIT_NOFILE` found.
+        public var hardLimit: Int
+        /// The least it must be (``descriptors(forWorkerConnections:)`` of the minimum).
+        public var needed: Int
+
+        /// The error for a hard limit of `hardLimit` where `needed` are needed.
+        public init(hardLimit: Int, needed: Int) {
+            self.hardLimit = hardLimit
+            self.needed = needed
+        }
+        /// What happened and what to do.
+        public var description: String {
+            let full = EdgeConfiguration.descriptors(forWorkerConnections: EdgeConfiguration.workerConnections)
+            return "the hard limit on open files (ulimit -Hn) is \(hardLimit), but each nginx worker of the edge needs \(needed) at least "
+                + "(\(EdgeConfiguration.minimumWorkerConnections) connections and its image cache; \(full) for the full \(EdgeConfiguration.workerConnections)): "
+                + "raise the hard limit (as root: ulimit -Hn \(full); in a systemd unit: LimitNOFILE=\(full); in a container: --ulimit nofile=\(full)), "
+                + "then start the cluster again"
+        }
+    }
+
+    /// The connections a worker can have under a hard `RLIMIT_NOFILE` of `hardLimit` (`nil`:
+    /// unlimited): ``workerConnections``, or as many as fit when the limit is lower, so that
+    /// ``mainContext(workerConnections:)``'s `worker_rlimit_nofile` is one the limit allows (nginx
+    /// not running with the privilege to raise it only logs its `setrlimit` failure, and its
+    /// workers then run out of descriptors long before their connections).
+    /// - Throws: ``DescriptorLimitTooLow`` when not even ``minimumWorkerConnections`` fit.
+    public static func workerConnections(fittingHardLimit hardLimit: Int?) throws(DescriptorLimitTooLow) -> Int {
+        guard let hardLimit else { return workerConnections }
+        let fitting = min(workerConnections, (hardLimit - descriptors(forWorkerConnections: 0)) / 2)
+        guard fitting >= minimumWorkerConnections else {
+            throw DescriptorLimitTooLow(hardLimit: hardLimit, needed: descriptors(forWorkerConnections: minimumWorkerConnections))
+        }
+        return fitting
+    }
+
+    /// This process's hard `RLIMIT_NOFILE`, which the nginx it starts inherits; `nil` when
+    /// unlimited (or unknown).
+    public static func hardDescriptorLimit() -> Int? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_max != rlim_t.max else { return nil }
+        return Int(clamping: limit.rlim_max)
     }
 
     /// A whole `nginx.conf` for nginx run as `nginx -p PREFIX -c FILE`: the `http` block, with a

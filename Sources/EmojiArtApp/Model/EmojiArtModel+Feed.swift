@@ -49,6 +49,13 @@ extension EmojiArtModel {
     /// - Returns: whether a new verification started (for the load that started the check).
     @discardableResult
     public func refreshIfFeedChanged() async -> Bool {
+        await refreshIfFeedChanged(ignoringInterval: false)
+    }
+
+    /// ``refreshIfFeedChanged()``, asking within ``feedCheckInterval`` too when
+    /// `ignoringInterval` (a retry while the stored feed failed its last check); a check under
+    /// way is shared all the same.
+    func refreshIfFeedChanged(ignoringInterval: Bool) async -> Bool {
         guard phase.value == .ready, cachePolicy.allowsLoading else { return false }
         if let feedCheck {
             sharedFeedChecks.update { $0 += 1 }
@@ -56,7 +63,7 @@ extension EmojiArtModel {
             return false
         }
         // A clock set back counts as the interval over: the check is not held off by it.
-        if let last = lastFeedRequest, case let elapsed = now().timeIntervalSince(last),
+        if !ignoringInterval, let last = lastFeedRequest, case let elapsed = now().timeIntervalSince(last),
            elapsed >= 0, elapsed < Self.seconds(feedCheckInterval) {
             skippedFeedChecks.update { $0 += 1 }
             return false
@@ -275,10 +282,11 @@ extension EmojiArtModel {
             if response.status == .notModified, let stored, let headers = stored.image.cacheHeaders, !conditional.isEmpty {
                 let outcome: FeedAuthenticator.Outcome
                 do {
-                    outcome = try await authenticator.authenticateNotModified(
+                    let verified = try await authenticator.authenticateNotModified(
                         headers: response.headers, storedETag: headers.etag, fingerprint: stored.fingerprint, nonce: nonce,
                         storedFeed: stored.identity
                     )
+                    outcome = try authenticator.record(verified)
                 } catch {
                     refuse(error)
                     throw NotModifiedRefused(failure: error)
@@ -304,16 +312,24 @@ extension EmojiArtModel {
         } catch {
             throw Error.galleryUnavailable(url: url, reason: Self.reason(error))
         }
-        let outcome: FeedAuthenticator.Outcome
+        let verified: FeedAuthenticator.Verified
         do {
-            outcome = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body, nonce: nonce)
+            verified = try await authenticator.authenticate(status: Int(response.status.code), headers: response.headers, body: body, nonce: nonce)
         } catch {
             refuse(error)
             throw Error.unauthenticatedFeed(url: url, failure: error)
         }
         let bytes = Array(body.readableBytesView)
-        // Refused before it is stored: a feed this app will not use replaces nothing.
+        // Refused before anything is recorded or stored: a feed this app will not use changes
+        // neither the trust file (its newest signature, its accepted feeds) nor the stored feed.
         let entries = try decodeFeed(bytes)
+        let outcome: FeedAuthenticator.Outcome
+        do {
+            outcome = try authenticator.record(verified)
+        } catch {
+            refuse(error)
+            throw Error.unauthenticatedFeed(url: url, failure: error)
+        }
         let responseTime = now()
         // The app's own record of what it authenticated: kept whatever the answer's unsigned
         // fields say (`no-store`, a long `max-age`), with the signed `ETag` and the validators
@@ -380,6 +396,7 @@ extension EmojiArtModel {
         let (bytes, key) = (fetched.bytes, fetched.key)
         let feed = try fetched.entries ?? decodeFeed(bytes)
         adoptedFeed = bytes
+        feedEditions += 1
         noteOrigin(fetched)
         if key.trustedOnFirstUse {
             logger.notice("first contact with \(galleryURL.absoluteString): its feed key \(key.fingerprint) is trusted from now on; a different key will be refused until `emojiart trust --gallery \(galleryURL.absoluteString)`")

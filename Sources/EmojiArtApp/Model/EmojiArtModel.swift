@@ -80,6 +80,8 @@ public actor EmojiArtModel {
     /// Catalog loads that asked for a feed check within ``feedCheckInterval`` of the last
     /// request for the feed, and were answered from what the model holds.
     public nonisolated let skippedFeedChecks = LiveValue(0)
+    /// Retries (``retry()``) that joined one under way instead of starting another.
+    public nonisolated let sharedRetries = LiveValue(0)
     /// Why the feed was refused in the latest attempt to get it; `nil` once an attempt ends
     /// otherwise (a feed verifies, the gallery does not answer, the feed does not decode).
     public nonisolated let feedRefusal = LiveValue<SignatureFailure?>(nil)
@@ -207,6 +209,11 @@ public actor EmojiArtModel {
     /// When the feed was last asked for (on ``now``): catalog loads ask again only
     /// ``feedCheckInterval`` later.
     var lastFeedRequest: Date?
+    /// The retry under way with a catalog shown (``retry()``), which later retries join.
+    var retryRun: Task<Void, Never>?
+    /// How many feeds were adopted: a retry's outcomes for an earlier feed are not written into
+    /// the statuses of one adopted meanwhile.
+    var feedEditions = 0
 
     /// Creates a model.
     /// - Parameters:
@@ -281,25 +288,46 @@ public actor EmojiArtModel {
     /// - Returns: the final counts.
     @discardableResult
     public func verifyImages(retryingFailures: Bool = false) async -> VerificationProgress {
-        let requests = imageFeed.map { file in imageRequest(file, retryingFailures: retryingFailures) }
+        await verify(Array(imageFeed.indices), retryingFailures: retryingFailures) { index, status in
+            statuses[index] = status
+            catalogEdits.add(1, ordering: .releasing)
+            progress.update { $0.record(status) }
+        }
+        return progress.value
+    }
+
+    /// Verifies the feed's entries at `indices`, `concurrency` at a time, handing each outcome to
+    /// `record` on the actor as it arrives. With `retryingFailures`, only the first entry of each
+    /// image forgets its remembered failure, and the others are verified once all those are done,
+    /// from what they found: the feed lists a piece three times, and each asking again would have
+    /// the gallery asked up to three times per piece for one retry.
+    func verify(_ indices: [Int], retryingFailures: Bool, record: (Int, VerificationStatus) -> Void) async {
+        guard retryingFailures else { return await verify(indices.map { ($0, imageRequest(imageFeed[$0])) }, record: record) }
+        var retried = Set<String>()
+        let (first, again) = indices.reduce(into: ([Int](), [Int]())) { split, index in
+            if retried.insert(imageFeed[index].url).inserted { split.0.append(index) } else { split.1.append(index) }
+        }
+        await verify(first.map { ($0, imageRequest(imageFeed[$0], retryingFailures: true)) }, record: record)
+        await verify(again.map { ($0, imageRequest(imageFeed[$0])) }, record: record)
+    }
+
+    /// Runs `requests` (a feed index and its request), `concurrency` at a time.
+    private func verify(_ requests: [(Int, ImageRequest)], record: (Int, VerificationStatus) -> Void) async {
         let database = database
         await withTaskGroup(of: (Int, VerificationStatus).self) { group in
             var next = 0
             func addNext() {
                 guard next < requests.count else { return }
-                let (index, request) = (next, requests[next])
+                let (index, request) = requests[next]
                 next += 1
                 group.addTask { (index, await Self.verify(request, database: database)) }
             }
             for _ in 0..<concurrency { addNext() }
             for await (index, status) in group {
-                statuses[index] = status
-                catalogEdits.add(1, ordering: .releasing)
-                progress.update { $0.record(status) }
+                record(index, status)
                 addNext()
             }
         }
-        return progress.value
     }
 
     /// Loads the feed and verifies it, updating ``phase``; a failure ends in `.failed`.
@@ -316,9 +344,11 @@ public actor EmojiArtModel {
         phase.update { $0 = .ready }
     }
 
-    /// Starts ``loadAndVerify(retryingFailures:)`` in the background unless it is running.
+    /// Starts ``loadAndVerify(retryingFailures:)`` in the background unless it is running: a call
+    /// before the run's task has begun finds it running too (its phase is set here, at once).
     public func start(retryingFailures: Bool = false) {
         if run != nil, phase.value == .loadingFeed || phase.value == .verifying { return }
+        phase.update { $0 = .loadingFeed }
         run = Task { await self.loadAndVerify(retryingFailures: retryingFailures) }
     }
 

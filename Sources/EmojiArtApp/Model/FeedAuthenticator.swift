@@ -46,6 +46,20 @@ struct FeedAuthenticator: Sendable {
         let expires: Date
     }
 
+    /// An answer whose signature, dates, origin and digest verified, not yet recorded: what
+    /// ``record(_:)`` writes to the trust file once the caller's own checks of the feed pass too.
+    /// Nothing is written before: a feed refused later (its entries, say) changes nothing stored.
+    struct Verified: Sendable {
+        /// What the feed is, once recorded.
+        let outcome: Outcome
+        /// The signature's `created`.
+        let created: Date
+        /// The identity of the feed signed or confirmed (``feedIdentity(etag:body:)``).
+        let feedDigest: String
+        /// The key learnt on first contact, to be trusted when recorded.
+        let firstUseKey: JSONWebKey?
+    }
+
     /// The fingerprint of the key a feed of this gallery must be signed with now, when one is
     /// known (pinned, or remembered from an earlier contact).
     /// - Throws: ``SignatureFailure/trustStore(_:)`` when the trust file cannot be read.
@@ -61,47 +75,40 @@ struct FeedAuthenticator: Sendable {
         }
     }
 
-    /// Checks a feed response to a request that sent `nonce`; on first contact with a gallery
-    /// (and no pin), remembers its key once the feed verified with it, unless another was stored
-    /// meanwhile.
-    func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer, nonce: String) async throws(SignatureFailure) -> Outcome {
+    /// Checks a feed response to a request that sent `nonce`, writing nothing: on first contact
+    /// with a gallery (and no pin), the key it verified with is trusted by ``record(_:)``.
+    func authenticate(status: Int, headers: HTTPHeaders, body: ByteBuffer, nonce: String) async throws(SignatureFailure) -> Verified {
         let field = Self.field(headers)
         let received = try Self.received(status: status, field: field, nonce: nonce)
         let key: JSONWebKey
-        var firstUse: TrustStore?
+        var firstUse: JSONWebKey?
         if let trusted = try await trustedKey(offeredBy: received) {
             key = trusted
         } else {
             key = try await publishedKey()
             guard key.thumbprint == received.keyID else { throw .unknownKey(expected: key.thumbprint, offered: received.keyID) }
-            firstUse = trust.store
+            firstUse = key
         }
         try verify(received, status: status, field: field, nonce: nonce, key: key)
         try ContentDigest.verify(field("content-digest"), body: body.readableBytesView)
-        if let store = firstUse {
-            let stored: JSONWebKey
-            do {
-                stored = try store.trustOnFirstUse(key, for: galleryURL)
-            } catch {
-                throw .trustStore(error.description)
-            }
-            // Another key was trusted meanwhile (`emojiart trust --key=...`): it wins.
-            guard stored.thumbprint == key.thumbprint else { throw .changedKey(trusted: stored.thumbprint, offered: key.thumbprint) }
-        }
         // The feed's identity (its ETag as the cache keeps it, and its bytes) is recorded with the
         // signature's date: a stored copy is used later only while it is still this pair.
         let etag = CacheHeaders(fields: headers.map { ($0.name, $0.value) }, requestTime: .distantPast, responseTime: .distantPast).etag
-        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: Self.feedIdentity(etag: etag, body: Array(body.readableBytesView)))
-        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil, expires: received.expires)
+        try refuseIfReplayed(received, fingerprint: key.thumbprint)
+        return Verified(
+            outcome: Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: firstUse != nil, expires: received.expires),
+            created: received.created, feedDigest: Self.feedIdentity(etag: etag, body: Array(body.readableBytesView)), firstUseKey: firstUse
+        )
     }
 
-    /// Checks a 304 to a request that sent `nonce`: signed (over `@status`, `ETag`, the origin
-    /// and the nonce) by the key `fingerprint` the stored feed was verified with, which must
-    /// still be the trusted one, for the stored feed's `etag`. The stored feed (its identity,
-    /// `storedFeed`) is then the newest accepted from this gallery and key.
+    /// Checks a 304 to a request that sent `nonce`, writing nothing: signed (over `@status`,
+    /// `ETag`, the origin and the nonce) by the key `fingerprint` the stored feed was verified
+    /// with, which must still be the trusted one, for the stored feed's `etag`. Once recorded
+    /// (``record(_:)``), the stored feed (its identity, `storedFeed`) is the newest accepted from
+    /// this gallery and key.
     func authenticateNotModified(
         headers: HTTPHeaders, storedETag: String?, fingerprint: String, nonce: String, storedFeed: String
-    ) async throws(SignatureFailure) -> Outcome {
+    ) async throws(SignatureFailure) -> Verified {
         let field = Self.field(headers)
         let received = try Self.received(status: 304, field: field, nonce: nonce)
         guard let key = try await trustedKey(offeredBy: received) else {
@@ -112,8 +119,39 @@ struct FeedAuthenticator: Sendable {
         try verify(received, status: 304, field: field, nonce: nonce, key: key)
         let offered = field("etag")?.trimmingCharacters(in: .whitespaces) ?? ""
         guard let storedETag, offered == storedETag else { throw .etagMismatch(stored: storedETag ?? "none", offered: offered) }
-        try acceptNotReplayed(received, fingerprint: key.thumbprint, feedDigest: storedFeed)
-        return Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false, expires: received.expires)
+        try refuseIfReplayed(received, fingerprint: key.thumbprint)
+        return Verified(
+            outcome: Outcome(fingerprint: key.thumbprint, trustedOnFirstUse: false, expires: received.expires),
+            created: received.created, feedDigest: storedFeed, firstUseKey: nil
+        )
+    }
+
+    /// Records an answer the caller accepted whole, in one write of the trust file: the key
+    /// learnt on first contact (unless another was stored meanwhile: it wins), the signature as
+    /// the newest from this gallery and key (unless a newer one was accepted meanwhile: a
+    /// rollback), and the feed's identity with the end of its prices' life.
+    /// - Throws: ``SignatureFailure/changedKey(trusted:offered:)``,
+    ///   ``SignatureFailure/replayed(created:newest:)`` or ``SignatureFailure/trustStore(_:)``,
+    ///   and then nothing was written.
+    func record(_ verified: Verified) throws(SignatureFailure) -> Outcome {
+        let acceptance = TrustStore.Acceptance(
+            created: verified.created, fingerprint: verified.outcome.fingerprint, origin: galleryOrigin, skew: skew,
+            feedDigest: verified.feedDigest,
+            validUntil: EmojiArtModel.FeedAge(authenticatedAt: now(), expires: verified.outcome.expires).validUntil,
+            firstUse: verified.firstUseKey.map { ($0, galleryURL) }
+        )
+        let verdict: TrustStore.Verdict
+        do {
+            verdict = try trust.store.accept(acceptance)
+        } catch {
+            throw .trustStore(error.description)
+        }
+        switch verdict {
+        case .accepted: return verified.outcome
+        case let .replayed(newest): throw .replayed(created: verified.created, newest: newest)
+        // Another key was trusted meanwhile (`emojiart trust --key=...`): it wins.
+        case let .keyChanged(trusted): throw .changedKey(trusted: trusted.thumbprint, offered: verified.outcome.fingerprint)
+        }
     }
 
     /// The gallery's signature on an answer, found and checked for its shape: it must bind the
@@ -161,20 +199,16 @@ struct FeedAuthenticator: Sendable {
     }
 
     /// Refuses a signature older, by more than the skew, than the newest accepted from this
-    /// gallery with the same key (a rollback), and remembers this one if it is the newest, with
-    /// the identity of the feed it signed or confirmed (`feedDigest`,
-    /// ``feedIdentity(etag:body:)``), in the same write.
-    private func acceptNotReplayed(_ received: MessageSignature.Received, fingerprint: String, feedDigest: String? = nil) throws(SignatureFailure) {
-        let newer: Date?
+    /// gallery with the same key (a rollback), reading the trust file only: ``record(_:)`` checks
+    /// again as it writes, under the lock.
+    private func refuseIfReplayed(_ received: MessageSignature.Received, fingerprint: String) throws(SignatureFailure) {
+        let newest: Date?
         do {
-            newer = try trust.store.acceptSignature(
-                created: received.created, of: fingerprint, origin: galleryOrigin, skew: skew, feedDigest: feedDigest,
-                validUntil: EmojiArtModel.FeedAge(authenticatedAt: now(), expires: received.expires).validUntil
-            )
+            newest = try trust.store.newestSignature(of: fingerprint, origin: galleryOrigin)
         } catch {
             throw .trustStore(error.description)
         }
-        if let newer { throw .replayed(created: received.created, newest: newer) }
+        if let newest, newest.timeIntervalSince1970 - Double(TrustStore.seconds(received.created)) > skew { throw .replayed(created: received.created, newest: newest) }
     }
 
     /// The key a signature must be made with, when one is known: the pinned key (fetched once), or

@@ -169,36 +169,97 @@ public struct TrustStore: Sendable {
         created: Date, of fingerprint: String, origin: String, skew: TimeInterval = 60, feedDigest: String? = nil,
         validUntil: Date? = nil
     ) throws(Failure) -> Date? {
-        let seconds = Self.seconds(created)
-        let origin = Self.canonical(origin)
-        return try withLock { () throws(Failure) -> Date? in
+        let verdict = try accept(
+            Acceptance(created: created, fingerprint: fingerprint, origin: origin, skew: skew, feedDigest: feedDigest, validUntil: validUntil)
+        )
+        if case let .replayed(newest) = verdict { return newest }
+        return nil
+    }
+
+    /// Everything a feed answer that passed every other check leaves in the trust file, written
+    /// at once by ``accept(_:)``: nothing of it is written before the whole answer is accepted.
+    public struct Acceptance: Sendable {
+        /// The signature's `created`.
+        public var created: Date
+        /// The fingerprint of the key that made it.
+        public var fingerprint: String
+        /// The gallery origin its answer names.
+        public var origin: String
+        /// The clock skew allowed against the newest signature accepted before.
+        public var skew: TimeInterval
+        /// The identity of the feed it signed or confirmed (hex SHA-256 of `ETag` and body).
+        public var feedDigest: String?
+        /// Until when that feed's prices are current.
+        public var validUntil: Date?
+        /// On first contact (no pin, nothing remembered): the key to trust for the gallery at
+        /// this URL's origin, unless another was stored meanwhile.
+        public var firstUse: (key: JSONWebKey, gallery: URL)?
+
+        /// An acceptance of the signature `created` by `fingerprint` for `origin`.
+        public init(
+            created: Date, fingerprint: String, origin: String, skew: TimeInterval = 60, feedDigest: String? = nil,
+            validUntil: Date? = nil, firstUse: (key: JSONWebKey, gallery: URL)? = nil
+        ) {
+            (self.created, self.fingerprint, self.origin, self.skew) = (created, fingerprint, origin, skew)
+            (self.feedDigest, self.validUntil, self.firstUse) = (feedDigest, validUntil, firstUse)
+        }
+    }
+
+    /// What ``accept(_:)`` decided.
+    public enum Verdict: Sendable, Hashable {
+        /// Accepted and recorded.
+        case accepted
+        /// Refused, nothing written: a signature newer by more than the skew (its `created`) was
+        /// accepted before from that origin and key.
+        case replayed(newest: Date)
+        /// Refused, nothing written: first contact, but this key (the one trusted now) was
+        /// stored for the gallery meanwhile (`emojiart trust --key=...` wins).
+        case keyChanged(trusted: JSONWebKey)
+    }
+
+    /// Records `acceptance` in one write under the lock, or nothing: the first-use key
+    /// (compare-and-set), the newest signature, the accepted feed and its `validUntil`
+    /// (``acceptSignature(created:of:origin:skew:feedDigest:validUntil:)``). A refusal leaves the
+    /// file byte for byte as it was.
+    public func accept(_ acceptance: Acceptance) throws(Failure) -> Verdict {
+        let seconds = Self.seconds(acceptance.created)
+        let origin = Self.canonical(acceptance.origin)
+        let fingerprint = acceptance.fingerprint
+        return try withLock { () throws(Failure) -> Verdict in
             var contents = try Self.read(file)
+            let before = contents
+            if let (key, gallery) = acceptance.firstUse {
+                if let existing = contents.galleries[gallery.originKey] {
+                    if existing.thumbprint != key.thumbprint { return .keyChanged(trusted: existing) }
+                } else {
+                    contents.galleries[gallery.originKey] = key
+                }
+            }
             let floor = contents.floor(of: fingerprint, origin: origin)
-            if let floor, Double(floor) - Double(seconds) > skew { return Date(timeIntervalSince1970: TimeInterval(floor)) }
+            if let floor, Double(floor) - Double(seconds) > acceptance.skew {
+                return .replayed(newest: Date(timeIntervalSince1970: TimeInterval(floor)))
+            }
             var record = contents.feeds[origin]?[fingerprint] ?? FeedRecord()
-            let before = record
             // Newest by its signature's date, not by when it arrived: a feed signed before the
             // newest (within the skew, held back on the way) is accepted, but never becomes the
             // newest, which an offline start shows and whose `validUntil` dates the prices.
             let isNewest = record.newestSignature.map { seconds >= $0 } ?? true
             if isNewest { record.newestSignature = seconds }
-            if let feedDigest {
+            if let feedDigest = acceptance.feedDigest {
                 if isNewest {
                     if record.acceptedFeeds.last != feedDigest {
                         record.acceptedFeeds.removeAll { $0 == feedDigest }
                         record.acceptedFeeds.append(feedDigest)
                     }
-                    record.validUntil = validUntil.map(Self.seconds)
+                    record.validUntil = acceptance.validUntil.map(Self.seconds)
                 } else if !record.acceptedFeeds.contains(feedDigest) {
                     record.acceptedFeeds.insert(feedDigest, at: max(0, record.acceptedFeeds.count - 1))
                 }
                 record.acceptedFeeds = Array(record.acceptedFeeds.suffix(Self.acceptedFeedLimit))
             }
-            if record != before {
-                contents.feeds[origin, default: [:]][fingerprint] = record
-                try Self.write(contents, to: file)
-            }
-            return nil
+            if record != contents.feeds[origin]?[fingerprint] { contents.feeds[origin, default: [:]][fingerprint] = record }
+            if contents != before { try Self.write(contents, to: file) }
+            return .accepted
         }
     }
 

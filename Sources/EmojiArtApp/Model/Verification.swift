@@ -104,13 +104,25 @@ public struct VerificationProgress: Sendable, Hashable, Codable {
 
     /// Counts one finished entry.
     mutating func record(_ status: VerificationStatus) {
-        completed += 1
+        count(status, by: 1)
+    }
+
+    /// Counts an entry verified again: no longer as `before` (uncounted if it was pending), now
+    /// as `after`.
+    mutating func replace(_ before: VerificationStatus, with after: VerificationStatus) {
+        if before != .pending { count(before, by: -1) }
+        count(after, by: 1)
+    }
+
+    private mutating func count(_ status: VerificationStatus, by delta: Int) {
+        guard status != .pending else { return }
+        completed += delta
         switch status {
-        case .verified: verified += 1
-        case .mismatch: mismatched += 1
-        case .missing: missing += 1
-        case .failed: failed += 1
-        case .notCached: notCached += 1
+        case .verified: verified += delta
+        case .mismatch: mismatched += delta
+        case .missing: missing += delta
+        case .failed: failed += delta
+        case .notCached: notCached += delta
         case .pending: break
         }
     }

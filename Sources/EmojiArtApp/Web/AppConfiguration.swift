@@ -48,10 +48,20 @@ public struct AppConfiguration: Sendable {
     /// descriptor limit less room for the disk cache and origin connections
     /// (`ConnectionLimits.defaultMaxConnections`).
     public var maxConnections: Int?
-    /// The most `/events` streams open at once; one more is answered 503 with `Retry-After` (its
-    /// page works on, without live counters). Each stream holds a connection, four tasks and up
+    /// The most `/events` streams open at once; when all are taken, the oldest stream of the
+    /// client address holding the most ends for a client holding fewer, and one holding as many as
+    /// the most is answered 503 with `Retry-After` (its page works on, without live counters). Each stream holds a connection, four tasks and up
     /// to 256 events waiting for a client that reads slowly: 256 by default, a page each.
     public var maxEventStreams = 256
+    /// The most `/events` streams one client address may hold (16 by default, the edge's own
+    /// limit); one more is answered 429. When every place is taken, the oldest stream of the
+    /// address holding the most ends for an address holding fewer (``maxEventStreams``).
+    public var maxEventStreamsPerClient = 16
+    /// Whether the app runs behind an edge on this machine (`emojiart cluster`'s nginx) that names
+    /// each request's client in `EmojiArt-Client-Address`: the address the app counts a request's
+    /// event streams for, taken from a loopback peer only (`--behind-edge`). Without it, every
+    /// client behind the edge would be one address.
+    public var clientAddressFromEdge = false
     /// How often each `/events` stream sends a comment line (15 s by default). A stream whose
     /// client closes the connection, or its sending side, ends at once; the comment finds one
     /// whose client went away without a word (its next write fails) and gives its slot back.
@@ -80,6 +90,15 @@ public struct AppConfiguration: Sendable {
     /// memory in the format and density it asks for (``WarmUp``). 0 makes none: a first request
     /// of a slow format is answered with a stand-in, as before.
     public var warmUpBudget = 32 << 20
+    /// The most source pixels the warm-up decodes for one feed edition
+    /// (`--warm-up-megapixels`, 64 million by default: the book's 26 pieces are 6): each
+    /// verified piece's original counts once (its variants share one decode), read from its
+    /// header before it is decoded; past it, the warm-up stops. A gallery that lists thousands of
+    /// large images makes it decode no more than this, whatever their bytes.
+    public var warmUpPixelBudget = 64_000_000
+    /// The largest original the warm-up decodes, in pixels (16 million by default): one above it
+    /// is refused from its header, before any decode, and left to a request somebody makes.
+    public var warmUpMaxSourcePixels = 16_000_000
     /// Host names the app answers to besides the bound address and `localhost` (`--allowed-host`):
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).

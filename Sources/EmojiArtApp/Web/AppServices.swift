@@ -5,6 +5,9 @@ import Synchronization
 import GalleryFeed
 import Imaging
 import ServiceLifecycle
+import FastLane
+import Hummingbird
+import HTTPTypes
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
 /// (an actor) and the database (a global actor).
@@ -34,10 +37,21 @@ struct AppServices: Sendable {
     let warmUp: LiveValue<WarmUp.Progress>
     /// The most bytes of variants the warm-up makes (``AppConfiguration/warmUpBudget``).
     let warmUpBudget: Int
+    /// The most source pixels the warm-up decodes a feed edition
+    /// (``AppConfiguration/warmUpPixelBudget``).
+    let warmUpPixelBudget: Int
+    /// The largest original the warm-up decodes (``AppConfiguration/warmUpMaxSourcePixels``).
+    let warmUpMaxSourcePixels: Int
+    /// The least time between two warm-up starts: the feed check interval
+    /// (``AppConfiguration/feedCheckInterval``), so an edition a check finds starts at most one.
+    let warmUpInterval: Duration
     /// The `stats` events of every open `/events` stream, made once for all.
     let statsBroadcast: StatsBroadcast
     /// The `/events` streams open, at most ``AppConfiguration/maxEventStreams``.
     let eventStreams: EventStreamSlots
+    /// Whether a loopback peer's `EmojiArt-Client-Address` names the client
+    /// (``AppConfiguration/clientAddressFromEdge``).
+    let clientAddressFromEdge: Bool
     /// How often each `/events` stream sends a comment (``AppConfiguration/eventStreamHeartbeat``).
     let eventStreamHeartbeat: Duration
     /// How long each `/events` stream lasts (``AppConfiguration/eventStreamLifetime``).
@@ -57,6 +71,21 @@ struct AppServices: Sendable {
     /// (A service that returns ends the app: the warm-up runs only with a budget.)
     var backgroundServices: [any Service] {
         [statsBroadcast] + (warmUpBudget > 0 ? [WarmUp(services: self)] : []) + [WritesAtShutdown(database: database)]
+    }
+
+    /// The field an edge in front names a request's client in (``clientAddressFromEdge``).
+    static let clientAddressField = HTTPField.Name("EmojiArt-Client-Address")!
+
+    /// The client `request` is counted for (its `/events` streams): the connection's peer
+    /// address, or, behind an edge (``clientAddressFromEdge``) and from a loopback peer, the
+    /// address the edge names; `"unknown"` outside a connection (a router test).
+    func clientKey(_ request: Request) -> String {
+        let peer = FastLaneHTTP1Channel.clientAddress?.ipAddress
+        if clientAddressFromEdge, let named = request.headers[Self.clientAddressField], !named.isEmpty,
+           peer.map({ $0.hasPrefix("127.") || $0 == "::1" || $0 == "::ffff:127.0.0.1" }) ?? true {
+            return String(named.prefix(64))
+        }
+        return peer ?? "unknown"
     }
 
     /// Makes the processors of `boxes` at every density in `formats`. They share one

@@ -18,9 +18,12 @@ import Synchronization
 /// each stream writes a comment line every ``AppServices/eventStreamHeartbeat``), when it has
 /// lasted ``AppServices/eventStreamLifetime`` (the page opens the next), or when the server
 /// shuts down gracefully. At most
-/// ``AppConfiguration/maxEventStreams`` are open at once (``EventStreamSlots``); one more is
-/// answered 503 with `Retry-After`: no client can hold every connection and the memory of
-/// streams it never reads. Only the app's own pages may open one: a request another site's page
+/// ``AppConfiguration/maxEventStreams`` are open at once, and
+/// ``AppConfiguration/maxEventStreamsPerClient`` from one client address (429 past it)
+/// (``EventStreamSlots``): when every place is taken, the oldest stream of the client holding
+/// the most ends for a client holding fewer, and a client holding as many as the most is
+/// answered 503 with `Retry-After`. No client can hold every connection and the memory of
+/// streams it never reads, nor shut a new client out. Only the app's own pages may open one: a request another site's page
 /// sent (``BrowserGuardMiddleware/crossSiteReason(_:)``) is refused with 403 before it takes a
 /// slot, so no page a visitor opens can take the streams of the app's own pages.
 struct EventsController<Context: RequestContext>: Sendable {
@@ -33,7 +36,15 @@ struct EventsController<Context: RequestContext>: Sendable {
                 services.metrics.refused(.crossSite)
                 throw HTTPError(.forbidden, message: "Only the app's own pages follow its events, and \(reason).")
             }
-            guard let slot = services.eventStreams.take() else {
+            let slot: EventStreamSlots.Slot
+            switch services.eventStreams.take(for: services.clientKey(request)) {
+            case let .success(taken): slot = taken
+            case .failure(.clientLimit):
+                throw HTTPError(
+                    .tooManyRequests, headers: [.retryAfter: "30"],
+                    message: "This address holds \(services.eventStreams.perClient) event streams, the most one client may: close a page, or try again later"
+                )
+            case .failure(.full):
                 throw HTTPError(
                     .serviceUnavailable, headers: [.retryAfter: "30"],
                     message: "\(services.eventStreams.limit) event streams are open, the most this app serves at once: close a page, or try again later"
@@ -47,18 +58,19 @@ struct EventsController<Context: RequestContext>: Sendable {
                 // The slot goes back when the answer does: written, failed, or never begun.
                 body: ResponseBody { writer in
                     defer { withExtendedLifetime(slot) {} }
-                    try await stream(to: &writer, until: end)
+                    try await stream(to: &writer, until: end, evicted: slot)
                 }
             )
         }
         return routes
     }
 
-    /// Writes the events to `writer` until the server shuts down gracefully or `end` (the
-    /// connection's end; `nil`: none known) completes.
-    func stream(to writer: inout any ResponseBodyWriter, until end: EventLoopFuture<Void>?) async throws {
+    /// Writes the events to `writer` until the server shuts down gracefully, `end` (the
+    /// connection's end; `nil`: none known) completes, or `slot`'s place goes to another client.
+    func stream(to writer: inout any ResponseBodyWriter, until end: EventLoopFuture<Void>?, evicted slot: EventStreamSlots.Slot) async throws {
         let (events, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(256))
         end?.whenComplete { _ in continuation.finish() }
+        slot.onEviction { continuation.finish() }
         let (model, broadcast) = (services.model, services.statsBroadcast)
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -123,38 +135,132 @@ struct EventsController<Context: RequestContext>: Sendable {
     }
 }
 
-/// The `/events` streams open at once, at most ``limit``: a slot is taken before a stream's
-/// answer begins and given back when the answer is released (its stream ended, its write failed,
-/// or it was never written).
+/// The `/events` streams open at once, at most ``limit``, and by each client (its address) at
+/// most ``perClient``: a slot is taken before a stream's answer begins and given back when the
+/// answer is released (its stream ended, its write failed, or it was never written).
+///
+/// A client always finds a place while others hold theirs: when every place is taken, the oldest
+/// stream of the client holding the most is ended (``Slot/onEviction(_:)``) for a client holding
+/// fewer, so many addresses holding streams cannot shut a new one out (issue 48: forty loopback
+/// addresses took every stream of both instances), while one holding as many as the most gets
+/// 503. Such a page keeps working without its stream (its counters refresh on load); an evicted
+/// page's `EventSource` asks again a second later, and finds a place only where it holds fewer
+/// than the most. Thread-safe.
 final class EventStreamSlots: Sendable {
     /// The most streams open at once.
     let limit: Int
-    /// The streams open now, live.
+    /// The most streams one client may hold.
+    let perClient: Int
+    /// The streams open now, live (an evicted one counts no more once it is told to end).
     let open = LiveValue(0)
     /// The slots taken so far (counted before ``open`` changes).
     let taken = Atomic<Int>(0)
+    /// Streams ended to make room for a client holding fewer.
+    let evicted = Atomic<Int>(0)
+    private let books = Mutex(Books())
 
-    init(limit: Int) {
-        self.limit = max(0, limit)
+    /// Who holds which places.
+    private struct Books {
+        /// The next ticket: tickets are given in the order streams open.
+        var next = 0
+        /// Each client's tickets, oldest first.
+        var byClient: [String: [Int]] = [:]
+        /// How to end the stream of each ticket.
+        var evictions: [Int: Eviction] = [:]
     }
 
-    /// A slot for one stream, or `nil` when ``limit`` streams are open.
-    func take() -> Slot? {
-        var taken = false
-        open.update { count in
-            guard count < limit else { return }
-            count += 1
-            taken = true
-            self.taken.add(1, ordering: .relaxed)
+    /// Why no slot was given.
+    enum Refusal: Error, Equatable {
+        /// This client holds ``EventStreamSlots/perClient`` streams already.
+        case clientLimit
+        /// Every place is taken, and no client holds more than this one.
+        case full
+    }
+
+    init(limit: Int, perClient: Int = 16) {
+        self.limit = max(0, limit)
+        self.perClient = max(1, perClient)
+    }
+
+    /// A slot for one stream of `client`, or why not: ``Refusal/clientLimit`` when it holds
+    /// ``perClient``; when ``limit`` streams are open, the oldest of the client holding the most
+    /// is ended for it, if that client holds more than `client` does, else ``Refusal/full``.
+    func take(for client: String) -> Result<Slot, Refusal> {
+        let (outcome, victim) = books.withLock { books -> (Result<Slot, Refusal>, Eviction?) in
+            let mine = books.byClient[client]?.count ?? 0
+            guard mine < perClient else { return (.failure(.clientLimit), nil) }
+            var victim: Eviction?
+            if books.evictions.count >= limit {
+                // The client holding the most, and of two holding as many, the one with the older stream.
+                let holder = books.byClient.max { a, b in (a.value.count, b.value[0]) < (b.value.count, a.value[0]) }
+                guard let (other, tickets) = holder, tickets.count > mine else { return (.failure(.full), nil) }
+                books.byClient[other] = tickets.count == 1 ? nil : Array(tickets.dropFirst())
+                victim = books.evictions.removeValue(forKey: tickets[0])
+                evicted.add(1, ordering: .relaxed)
+            }
+            let ticket = books.next
+            books.next += 1
+            books.byClient[client, default: []].append(ticket)
+            let eviction = Eviction()
+            books.evictions[ticket] = eviction
+            taken.add(1, ordering: .relaxed)
+            open.update { $0 = books.evictions.count }
+            return (.success(Slot(self, ticket: ticket, client: client, eviction: eviction)), victim)
         }
-        return taken ? Slot(self) : nil
+        victim?.evict()
+        return outcome
+    }
+
+    /// Gives back the place of `ticket`, unless it was given to another already (evicted).
+    fileprivate func release(_ ticket: Int, of client: String) {
+        books.withLock { books in
+            guard books.evictions.removeValue(forKey: ticket) != nil else { return }
+            books.byClient[client]?.removeAll { $0 == ticket }
+            if books.byClient[client]?.isEmpty == true { books.byClient[client] = nil }
+            open.update { $0 = books.evictions.count }
+        }
     }
 
     /// One stream's place: given back when released.
     final class Slot: Sendable {
         private let slots: EventStreamSlots
-        fileprivate init(_ slots: EventStreamSlots) { self.slots = slots }
-        deinit { slots.open.update { $0 -= 1 } }
+        private let ticket: Int
+        private let client: String
+        private let eviction: Eviction
+
+        fileprivate init(_ slots: EventStreamSlots, ticket: Int, client: String, eviction: Eviction) {
+            (self.slots, self.ticket, self.client, self.eviction) = (slots, ticket, client, eviction)
+        }
+
+        /// Runs `action` when the place is given to a client holding fewer streams (at once if it
+        /// was already): the stream must end.
+        func onEviction(_ action: @escaping @Sendable () -> Void) {
+            eviction.onEviction(action)
+        }
+
+        deinit { slots.release(ticket, of: client) }
+    }
+
+    /// The end of one stream, asked for by ``take(for:)`` before or after the stream set it up.
+    fileprivate final class Eviction: Sendable {
+        private let state = Mutex<(evicted: Bool, action: (@Sendable () -> Void)?)>((false, nil))
+
+        func evict() {
+            let action = state.withLock { state in
+                state.evicted = true
+                defer { state.action = nil }
+                return state.action
+            }
+            action?()
+        }
+
+        func onEviction(_ action: @escaping @Sendable () -> Void) {
+            let already = state.withLock { state in
+                if !state.evicted { state.action = action }
+                return state.evicted
+            }
+            if already { action() }
+        }
     }
 }
 

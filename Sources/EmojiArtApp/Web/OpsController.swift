@@ -41,7 +41,7 @@ struct OpsController<Context: RequestContext>: Sendable {
 /// (``ImageDatabase/stats()``, its fields at the top level), `backgroundEncodes`, the variants
 /// being made in the background or waiting to be (a stand-in's better format, see
 /// ``ServedFormat/isQuickToEncode``, and the warm-up's), and `warmUp`, the warm-up's progress
-/// (``WarmUp/Progress``: `state`, `made`, `failed`, `total`, `bytes`, `budget`, `seconds`, `runs`).
+/// (``WarmUp/Progress``: `state`, `made`, `failed`, `refused`, `total`, `bytes`, `budget`, `pixels`, `pixelBudget`, `seconds`, `runs`).
 ///
 /// A client that was answered with a stand-in can follow `/events`, opened after that answer,
 /// until `backgroundEncodes` is 0: its better format was then made, or its making failed (the

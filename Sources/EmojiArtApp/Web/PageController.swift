@@ -24,8 +24,10 @@ struct PageController<Context: RequestContext>: Sendable {
             services.forgetPrefetches()
             return Self.back(request)
         }
+        // One retry for everyone: joined while one is under way, the feed asked for at most once
+        // per interval (unless it failed), the failed entries verified again behind the catalog.
         routes.post("retry") { _, _ in
-            await services.model.start(retryingFailures: true)
+            await services.model.retry()
             return Response(status: .seeOther, headers: [.location: "/"])
         }
         return routes

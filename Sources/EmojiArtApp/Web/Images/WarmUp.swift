@@ -1,8 +1,11 @@
 import Foundation
 import GalleryFeed
 import ImageCache
+import Imaging
 import Logging
 import ServiceLifecycle
+import Synchronization
+import Clocks
 
 /// Makes the catalog's thumbnails before anyone asks: once a feed is authenticated and its
 /// images verified (the model is `ready`), every offered format (AVIF, WebP, PNG) of each
@@ -15,8 +18,10 @@ import ServiceLifecycle
 ///   taking at most `cores - 1` processors (``ImagePipeline/Limits/backgroundProcessing``; on one
 ///   core, the one), finds one free; a request of a variant being made joins its flight, which
 ///   then starts at once. `ready` does not wait for it.
-/// - **Bounded.** Only the verified pieces of an authenticated feed; at most ``budget`` bytes of
-///   variants and half the memory cache's byte limit (so it takes no more than half of what
+/// - **Bounded.** Only the verified pieces of an authenticated feed; at most
+///   ``AppServices/warmUpPixelBudget`` source pixels decoded an edition (each original's header
+///   read first; one over ``AppServices/warmUpMaxSourcePixels`` is refused before any decode); at
+///   most ``budget`` bytes of variants and half the memory cache's byte limit (so it takes no more than half of what
 ///   memory holds), and never past the disk's size limit less what waits to be written and twice
 ///   the largest batch, so it never evicts from disk an entry somebody asked for (a catalog of
 ///   thousands warms its first pages). A new feed edition cancels it (its requests not started
@@ -34,12 +39,15 @@ final class WarmUp: Service, Sendable {
             case running
             /// Every planned variant was made (or failed).
             case done
-            /// Stopped at its byte budget, or at the disk's room.
+            /// Stopped at its byte or pixel budget, or at the disk's room.
             case stopped
             /// A new feed edition came first.
             case cancelled
             /// Turned off (a budget of 0).
             case off
+            /// A new feed edition waits for its start: one warm-up starts per
+            /// ``AppServices/warmUpInterval`` at most.
+            case deferred
         }
 
         var state: State
@@ -53,16 +61,23 @@ final class WarmUp: Service, Sendable {
         var bytes = 0
         /// The byte budget.
         var budget: Int
+        /// Variants not made because their original has more pixels than the warm-up decodes
+        /// (``AppServices/warmUpMaxSourcePixels``), read from its header.
+        var refused = 0
+        /// Source pixels decoded for this edition: each original's once.
+        var pixels = 0
+        /// The most source pixels it decodes for an edition (``AppServices/warmUpPixelBudget``).
+        var pixelBudget = 0
         /// From the start to the end, once ended.
         var seconds: Double?
         /// How many warm-ups were started: each feed edition starts one.
         var runs = 0
 
         /// Whether it is over (done, stopped, cancelled or off).
-        var ended: Bool { state != .idle && state != .running }
+        var ended: Bool { state != .idle && state != .running && state != .deferred }
 
         private enum Key: String, CodingKey {
-            case state, made, failed, total, bytes, budget, seconds, runs, text
+            case state, made, failed, refused, total, bytes, budget, pixels, pixelBudget, seconds, runs, text
         }
 
         /// Its fields, and ``text`` for the page's script to show.
@@ -71,9 +86,12 @@ final class WarmUp: Service, Sendable {
             try container.encode(state, forKey: .state)
             try container.encode(made, forKey: .made)
             try container.encode(failed, forKey: .failed)
+            try container.encode(refused, forKey: .refused)
             try container.encode(total, forKey: .total)
             try container.encode(bytes, forKey: .bytes)
             try container.encode(budget, forKey: .budget)
+            try container.encode(pixels, forKey: .pixels)
+            try container.encode(pixelBudget, forKey: .pixelBudget)
             try container.encodeIfPresent(seconds, forKey: .seconds)
             try container.encode(runs, forKey: .runs)
             try container.encode(text, forKey: .text)
@@ -88,6 +106,7 @@ final class WarmUp: Service, Sendable {
             case .stopped: "\(made) of \(total), budget reached"
             case .cancelled: "\(made) of \(total), cancelled"
             case .off: "off"
+            case .deferred: "\(made) of \(total), next edition soon"
             }
         }
     }
@@ -104,9 +123,15 @@ final class WarmUp: Service, Sendable {
     /// Where it stands, live (``AppServices/warmUp``).
     var progress: LiveValue<Progress> { services.warmUp }
 
-    /// The warm-up of `services`' model, within its budget.
-    init(services: AppServices) {
+    /// When the last warm-up started, on ``clock``.
+    private let lastStart = Mutex<AnyClock<Duration>.Instant?>(nil)
+    /// The clock starts are spaced on (tests pass one they move by hand).
+    private let clock: AnyClock<Duration>
+
+    /// The warm-up of `services`' model, within its budgets, its starts spaced on `clock`.
+    init(services: AppServices, clock: some Clock<Duration> = ContinuousClock()) {
         self.services = services
+        self.clock = (clock as? AnyClock<Duration>) ?? AnyClock(clock)
     }
 
     /// A new warm-up's progress: idle, or off for a budget of 0.
@@ -115,9 +140,11 @@ final class WarmUp: Service, Sendable {
     }
 
     /// Follows the model: a `ready` with another feed edition than the one warmed starts a
-    /// warm-up for it; a new feed being loaded or verified cancels the one under way (an
-    /// unchanged feed never leaves `ready`). Until the app shuts down; at once with a budget of
-    /// 0 (the app then does not run it).
+    /// warm-up for it, at most one per ``AppServices/warmUpInterval`` (an edition within it waits,
+    /// ``Progress/State/deferred``, and is planned afresh when its time comes); a new feed being
+    /// loaded or verified cancels the one under way or waiting (an unchanged feed never leaves
+    /// `ready`). Until the app shuts down; at once with a budget of 0 (the app then does not run
+    /// it).
     func run() async throws {
         guard budget > 0 else { return }
         await cancelWhenGracefulShutdown { [self] in
@@ -132,7 +159,19 @@ final class WarmUp: Service, Sendable {
                 if let current, current.edition == edition, !current.task.isCancelled { continue }
                 current?.task.cancel()
                 await current?.task.value
-                current = (edition, Task { await self.warm(plan) })
+                let startAt = lastStart.withLock { $0 }.map { $0.advanced(by: services.warmUpInterval) }
+                if let startAt, startAt > clock.now {
+                    progress.update { $0.state = .deferred }
+                    current = (edition, Task {
+                        // Cancelled meanwhile (a newer edition, shutdown): not started.
+                        do { try await self.clock.sleep(until: startAt) } catch { return }
+                        self.lastStart.withLock { $0 = self.clock.now }
+                        await self.warm(await self.plan())
+                    })
+                } else {
+                    lastStart.withLock { $0 = clock.now }
+                    current = (edition, Task { await self.warm(plan) })
+                }
             }
             current?.task.cancel()
             await current?.task.value
@@ -143,6 +182,8 @@ final class WarmUp: Service, Sendable {
     struct Piece: Sendable {
         let number: Int
         let checksum: String
+        /// The original the variants are made from, as verification cached it.
+        let source: ImageRequest
         let requests: [ImageRequest]
     }
 
@@ -170,7 +211,7 @@ final class WarmUp: Service, Sendable {
                     requests.append(model.imageRequest(file, processor: processor))
                 }
             }
-            pieces.append(Piece(number: number, checksum: file.checksum, requests: requests))
+            pieces.append(Piece(number: number, checksum: file.checksum, source: model.imageRequest(file), requests: requests))
         }
         return pieces
     }
@@ -182,9 +223,15 @@ final class WarmUp: Service, Sendable {
         let start = clock.now
         let database = services.database
         let budget = min(self.budget, database.configuration.memoryCostLimit / 2)
+        let pixelBudget = services.warmUpPixelBudget
         progress.update { progress in
-            progress = Progress(state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, runs: progress.runs + 1)
+            progress = Progress(
+                state: .running, total: plan.reduce(0) { $0 + $1.requests.count }, budget: budget, pixelBudget: pixelBudget,
+                runs: progress.runs + 1
+            )
         }
+        // Only a header is read here: the pixels an original would cost are known before anyone decodes it.
+        let headers = Imaging(limits: Imaging.Limits(maxPixels: services.warmUpMaxSourcePixels))
         let diskLimit = database.configuration.diskSizeLimit
         var largestBatch = 1 << 20  // a margin before the first batch is measured
         var end = Progress.State.done
@@ -200,8 +247,29 @@ final class WarmUp: Service, Sendable {
                 end = .stopped
                 break
             }
-            let batch = plan[index..<min(index + Self.batchPieces, plan.count)].flatMap(\.requests)
+            var pieces: [Piece] = []
+            var refused = 0
+            var overBudget = false
+            for piece in plan[index..<min(index + Self.batchPieces, plan.count)] {
+                switch await Self.sourcePixels(of: piece, in: database, headers: headers) {
+                case .refused:
+                    refused += piece.requests.count
+                    continue
+                case let .pixels(count):
+                    if progress.value.pixels + count > pixelBudget {
+                        overBudget = true
+                        break
+                    }
+                    progress.update { $0.pixels += count }
+                case .unknown:
+                    break
+                }
+                if overBudget { break }
+                pieces.append(piece)
+            }
+            if refused > 0 { progress.update { $0.refused += refused } }
             index += Self.batchPieces
+            let batch = pieces.flatMap(\.requests)
             let made = await withTaskCancellationHandler {
                 await prefetcher.prefetch(batch)
             } onCancel: { [prefetcher] in
@@ -214,6 +282,11 @@ final class WarmUp: Service, Sendable {
                 progress.failed += batch.count - made
                 progress.bytes += batchBytes
             }
+            // The next original would take the edition past its pixels: none is decoded after it.
+            if overBudget {
+                end = .stopped
+                break
+            }
         }
         if Task.isCancelled { end = .cancelled }
         let seconds = Self.seconds(clock.now - start)
@@ -225,6 +298,28 @@ final class WarmUp: Service, Sendable {
         services.model.logger.info(
             "warm-up \(end.rawValue): \(ended.made) of \(ended.total) thumbnail variants held (\(ended.bytes / 1024) KB, \(ended.failed) failed) in \(String(format: "%.1f", seconds)) s"
         )
+    }
+
+    /// What the original of `piece` would cost to decode.
+    enum SourcePixels {
+        /// Its header's width x height.
+        case pixels(Int)
+        /// More than the warm-up decodes, or not an image it can read: not to be decoded here.
+        case refused
+        /// Not in the cache (then its variants fail to be made without it).
+        case unknown
+    }
+
+    /// The pixels of `piece`'s original, read from its header as the cache holds it (`headers`'
+    /// limits: an original over them is ``SourcePixels/refused``), before anything decodes it.
+    static func sourcePixels(of piece: Piece, in database: ImagePipeline, headers: Imaging) async -> SourcePixels {
+        guard let original = await database.cachedImage(forKey: piece.source.cacheKey) else { return .unknown }
+        do {
+            let info = try headers.probe(original.data)
+            return .pixels(info.width * info.height)
+        } catch {
+            return .refused
+        }
     }
 
     static func seconds(_ duration: Duration) -> Double {
