@@ -17,15 +17,15 @@ enum CacheBench {
         print("## Memory hit (ns/op; higher ratio is better, target >= 0.3x)\n")
         let directory = Bench.work + "/cache-memory"
         try? FileManager.default.removeItem(atPath: directory)
-        let database = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: directory), synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: directory), synchronizesWrites: false))
         let requests = (0..<1000).map { ImageRequest(url: URL(string: "http://127.0.0.1/gallery/image?\($0)")!) }
         let image = Image(data: [UInt8](repeating: 7, count: 30_000), contentType: "image/png")
-        for request in requests { await database.add(image, forKey: request.cacheKey) }
+        for request in requests { await pipeline.add(image, forKey: request.cacheKey) }
         let dictionary = Mutex([String: Image](uniqueKeysWithValues: requests.map { ($0.cacheKey, image) }))
 
         let batch = 1000
         let ours = try await Bench.millisecondsPerOp(seconds: seconds) {
-            for request in requests { _ = try await database.image(for: request) }
+            for request in requests { _ = try await pipeline.image(for: request) }
         } * 1e6 / Double(batch)
         let anchor = await Bench.millisecondsPerOp(seconds: seconds) {
             for request in requests { _ = dictionary.withLock { $0[request.cacheKey] } }
@@ -46,16 +46,16 @@ enum CacheBench {
         let configuration = ImagePipeline.Configuration(
             memoryCostLimit: 100_000, diskDirectory: directory, synchronizesWrites: false
         )
-        let database = ImagePipeline(configuration: configuration)
-        await database.setUp()
+        let pipeline = ImagePipeline(configuration: configuration)
+        await pipeline.setUp()
         let requests = (0..<200).map { ImageRequest(url: URL(string: "http://127.0.0.1/gallery/image?\($0)")!) }
         for (index, request) in requests.enumerated() {
             let payload = (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
-            await database.store(image: Image(data: payload, contentType: "image/png"), forKey: request.cacheKey)
+            await pipeline.store(image: Image(data: payload, contentType: "image/png"), forKey: request.cacheKey)
         }
-        let paths = requests.map { FilePath(directory.path).appending(database.disk!.fileName(forKey: $0.cacheKey)) }
+        let paths = requests.map { FilePath(directory.path).appending(pipeline.disk!.fileName(forKey: $0.cacheKey)) }
         let rounds = 25
-        var storage: [Double] = [], throughDatabase: [Double] = [], raw: [Double] = []
+        var storage: [Double] = [], throughPipeline: [Double] = [], raw: [Double] = []
         let clock = ContinuousClock()
         for _ in 0..<rounds {
             for (request, path) in zip(requests, paths) {
@@ -63,22 +63,22 @@ enum CacheBench {
                 _ = try rawRead(path)
                 raw.append(start.duration(to: clock.now).milliseconds * 1000)
                 start = clock.now
-                _ = try database.disk!.read(forKey: request.cacheKey)
+                _ = try pipeline.disk!.read(forKey: request.cacheKey)
                 storage.append(start.duration(to: clock.now).milliseconds * 1000)
                 start = clock.now
-                _ = try await database.image(for: request)
-                throughDatabase.append(start.duration(to: clock.now).milliseconds * 1000)
+                _ = try await pipeline.image(for: request)
+                throughPipeline.append(start.duration(to: clock.now).milliseconds * 1000)
             }
         }
-        let stats = await database.stats()
+        let stats = await pipeline.stats()
         guard stats.originFetches == 0, stats.diskHits == rounds * requests.count else {
             throw BenchError("the disk benchmark did not hit the disk every time: \(stats)")
         }
         func p(_ values: [Double], _ q: Double) -> Double { values.sorted()[Int(Double(values.count - 1) * q)] }
         let (rawP50, rawP99) = (p(raw, 0.5), p(raw, 0.99))
         Bench.table(["path", "p50 µs", "p99 µs", "p50 vs raw", "p99 vs raw"], [
-            ["ImagePipeline.image(for:) (disk hit)", Bench.format(p(throughDatabase, 0.5), 1), Bench.format(p(throughDatabase, 0.99), 1),
-             Bench.format(p(throughDatabase, 0.5) / rawP50) + "x", Bench.format(p(throughDatabase, 0.99) / rawP99) + "x"],
+            ["ImagePipeline.image(for:) (disk hit)", Bench.format(p(throughPipeline, 0.5), 1), Bench.format(p(throughPipeline, 0.99), 1),
+             Bench.format(p(throughPipeline, 0.5) / rawP50) + "x", Bench.format(p(throughPipeline, 0.99) / rawP99) + "x"],
             ["DiskStorage.read", Bench.format(p(storage, 0.5), 1), Bench.format(p(storage, 0.99), 1),
              Bench.format(p(storage, 0.5) / rawP50) + "x", Bench.format(p(storage, 0.99) / rawP99) + "x"],
             ["raw read (open, read, close)", Bench.format(rawP50, 1), Bench.format(rawP99, 1), "1.00x", "1.00x"],

@@ -110,8 +110,8 @@ enum HTTPBench {
             let requests = try originRequests(gallery) - before
             rows.append([label, Bench.format(time.milliseconds, 0), "\(requests.total)", "\(requests.served)", "\(requests.notModified)", "\(requests.bytes)"])
         }
-        let database = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: cache)))
-        let model = EmojiArtModel(galleryURL: URL(string: gallery)!, database: database)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: cache)))
+        let model = EmojiArtModel(galleryURL: URL(string: gallery)!, pipeline: pipeline)
         _ = try await Sync(model: model).run()
         let before = try originRequests(gallery)
         let start = ContinuousClock.now

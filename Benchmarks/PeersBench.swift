@@ -23,11 +23,11 @@ enum PeersBench {
         // app, which verifies every original at start), 8 at a time.
         let directory = Bench.work + "/peers-cache"
         try? FileManager.default.removeItem(atPath: directory)
-        let database = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: directory), synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: URL(fileURLWithPath: directory), synchronizesWrites: false))
         let thumbnail = ThumbnailProcessor(size: box)
         let origin = gallery.url
         let oursCold = try await cold(pieces) { piece in
-            try await database.image(for: ImageRequest(url: URL(string: origin + "/gallery/image?\(piece)")!, processor: thumbnail)).data.count
+            try await pipeline.image(for: ImageRequest(url: URL(string: origin + "/gallery/image?\(piece)")!, processor: thumbnail)).data.count
         }
 
         let thumbor = try Thumbor(origin: gallery.url)

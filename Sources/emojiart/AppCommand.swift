@@ -43,7 +43,7 @@ struct AppCommand: AsyncParsableCommand {
         configuration.clientAddressFromEdge = behindEdge
         configuration.warmUpBudget = answers.warmUpBudget << 20
         configuration.warmUpPixelBudget = answers.warmUpMegapixels * 1_000_000
-        let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
+        let app = try await EmojiArtApp.buildApplication(configuration, pipeline: cache.pipeline()) { port in
             say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
         }
         try await runReportingBindErrors(port: configuration.port) { try await app.runService() }

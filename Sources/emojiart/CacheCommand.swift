@@ -122,10 +122,10 @@ struct CacheCommand: AsyncParsableCommand {
                 print("nothing to clear: \(cache.directory.path) does not exist")
                 return
             }
-            let database = cache.database()
-            if case let .failure(error) = await database.setUp() { throw CommandFailure("\(error)") }
-            let before = database.disk?.usage ?? (entries: 0, bytes: 0)
-            await database.clear()
+            let pipeline = cache.pipeline()
+            if case let .failure(error) = await pipeline.setUp() { throw CommandFailure("\(error)") }
+            let before = pipeline.disk?.usage ?? (entries: 0, bytes: 0)
+            await pipeline.clear()
             print("cleared \(before.entries) entries (\(before.bytes) bytes) from \(cache.directory.path)")
         }
     }

@@ -17,7 +17,7 @@ struct CacheOptions: ParsableArguments {
     /// library's default is named after the library).
     static var defaultDirectory: URL { ImagePipeline.Configuration.cacheDirectory(named: "emojiart") }
 
-    func database() -> ImagePipeline {
+    func pipeline() -> ImagePipeline {
         ImagePipeline(configuration: .init(
             diskDirectory: directory, fetcher: EmojiArtModel.galleryFetcher(), logger: Logger(label: "cache")
         ))

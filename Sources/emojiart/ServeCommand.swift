@@ -73,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             configuration.warmUpBudget = answers.warmUpBudget << 20
             configuration.warmUpPixelBudget = answers.warmUpMegapixels * 1_000_000
             (configuration.requestTimeout, configuration.maxConnections) = (server.requestTime, server.connectionCap(servers: 2))
-            let app = try await EmojiArtApp.buildApplication(configuration, database: cache.database()) { port in
+            let app = try await EmojiArtApp.buildApplication(configuration, pipeline: cache.pipeline()) { port in
                 say("gallery: \(URL.origin(host: "127.0.0.1", port: galleryPort))/gallery/images")
                 say("EmojiArt: open \(URL.origin(host: server.host, port: port))/")
             }

@@ -19,10 +19,10 @@ struct SyncCommand: AsyncParsableCommand {
     var variants = false
 
     func run() async throws {
-        let database = cache.database()
-        await database.setUp()
+        let pipeline = cache.pipeline()
+        await pipeline.setUp()
         let model = EmojiArtModel(
-            galleryURL: client.galleryURL, database: database, concurrency: client.concurrency, trust: client.trust,
+            galleryURL: client.galleryURL, pipeline: pipeline, concurrency: client.concurrency, trust: client.trust,
             offline: client.offline, galleryOrigin: client.expectedOrigin
         )
         let tty = isatty(STDOUT_FILENO) == 1

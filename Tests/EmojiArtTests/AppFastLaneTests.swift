@@ -13,13 +13,13 @@ import TestSupport
 import GalleryFeed
 
 /// The fast lane against Hummingbird alone: twin servers on one router, one model and one
-/// database, one with the lane and one without, asked the same things over raw connections.
+/// pipeline, one with the lane and one without, asked the same things over raw connections.
 @Suite(.timeLimit(.minutes(3))) struct AppFastLaneTests {
     struct Twins {
         let lanePort: Int
         let plainPort: Int
         let lane: FastLane
-        let database: ImagePipeline
+        let pipeline: ImagePipeline
         let services: AppServices
     }
 
@@ -27,10 +27,10 @@ import GalleryFeed
         _ mode: HTTPCacheMode = .revalidate, gate: ImageGate? = nil, idleTimeout: TimeAmount? = nil,
         _ body: (Twins) async throws -> Void
     ) async throws {
-        try await withGallery(gate: gate) { galleryURL, database in
+        try await withGallery(gate: gate) { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: mode)
-            let model = makeModel(galleryURL, database)
-            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
             let responder = router.buildResponder()
@@ -43,7 +43,7 @@ import GalleryFeed
             }
             try await withLiveServer({ server(lane, $0) }) { lanePort in
                 try await withLiveServer({ server(nil, $0) }) { plainPort in
-                    try await body(Twins(lanePort: lanePort, plainPort: plainPort, lane: lane, database: database, services: services))
+                    try await body(Twins(lanePort: lanePort, plainPort: plainPort, lane: lane, pipeline: pipeline, services: services))
                 }
             }
         }
@@ -125,24 +125,24 @@ import GalleryFeed
             // format at once, ImageFormatTests): these are made beforehand, on disk only, so each
             // one's first request is a miss the route answers from disk, as for the PNGs.
             let made = [1, 2].compactMap { twins.services.variant(piece: 5, kind: .init(route: .thumbs, density: $0, format: .webp))?.request }
-            let prefetcher = ImagePrefetcher(pipeline: twins.database)
-            let disk = try #require(twins.database.disk)
+            let prefetcher = ImagePrefetcher(pipeline: twins.pipeline)
+            let disk = try #require(twins.pipeline.disk)
             #expect(await prefetcher.prefetch(made) == made.count)
             #expect(made.allSatisfy { disk.contains(key: $0.cacheKey) })
-            #expect(made.count == 2 && made.allSatisfy { twins.database.memory.peek($0.cacheKey) == nil })
+            #expect(made.count == 2 && made.allSatisfy { twins.pipeline.memory.peek($0.cacheKey) == nil })
             let unknown = try await ask(twins.plainPort, "/no-such-route")
             #expect(unknown.status == 404)
             var etag = ""
             for (path, method, template, byLane) in cases {
                 let fields = template.map { $0.replacingOccurrences(of: "ETAG", with: etag) }
-                let hitsBefore = await twins.database.stats().memoryHits
+                let hitsBefore = await twins.pipeline.stats().memoryHits
                 let answeredBefore = twins.lane.answered
                 let viaLane = try await ask(twins.lanePort, path, method: method, fields: fields)
-                let laneHits = await twins.database.stats().memoryHits - hitsBefore
+                let laneHits = await twins.pipeline.stats().memoryHits - hitsBefore
                 #expect(twins.lane.answered - answeredBefore == (byLane ? 1 : 0), "\(method) \(path) \(fields)")
-                let plainBefore = await twins.database.stats().memoryHits
+                let plainBefore = await twins.pipeline.stats().memoryHits
                 let viaRouter = try await ask(twins.plainPort, path, method: method, fields: fields)
-                let plainHits = await twins.database.stats().memoryHits - plainBefore
+                let plainHits = await twins.pipeline.stats().memoryHits - plainBefore
                 #expect(viaLane.without(["date"]) == viaRouter.without(["date"]), "\(method) \(path) \(fields)")
                 if etag.isEmpty { etag = try #require(viaRouter["etag"]) }
                 #expect(viaLane["date"] != nil && viaRouter["date"] != nil)
@@ -167,7 +167,7 @@ import GalleryFeed
             }
             // The metrics route (passed on) shows the lane's hits with the router's.
             let metrics = String(decoding: try await ask(twins.lanePort, "/metrics").body, as: UTF8.self)
-            let memoryHits = await twins.database.stats().memoryHits
+            let memoryHits = await twins.pipeline.stats().memoryHits
             #expect(metrics.contains(#"emojiart_cache_hits_total{tier="memory"} \#(memoryHits)"#))
         }
     }
@@ -178,8 +178,8 @@ import GalleryFeed
         try await withTwins(gate: gate) { twins in
             #expect(gate.status.permits == 0 && gate.status.waiting == 0, "\(gate.status)")
             // Nothing cached: every variant needs its original from the gallery, through the gate.
-            await twins.database.clearMemory()
-            await twins.database.clear()
+            await twins.pipeline.clearMemory()
+            await twins.pipeline.clear()
             gate.release(1)
             let thumbnail = try await ask(twins.plainPort, "/thumbs/5")  // now a memory hit
             #expect(thumbnail.status == 200, "\(String(decoding: thumbnail.body, as: UTF8.self))")
@@ -281,14 +281,14 @@ import GalleryFeed
         try await withLiveServer({ try await Gallery.buildApplication(galleryConfiguration, onServerRunning: $0) }) { galleryPort in
             #expect(try await closesHalfAHead(galleryPort), "the gallery, fast lane \(fastLane)")
             let directory = TemporaryDirectory()
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             var configuration = AppConfiguration(
                 port: 0, galleryURL: URL(string: "http://127.0.0.1:\(galleryPort)")!, trust: testGalleryTrust, fastLane: fastLane
             )
             #expect(configuration.idleTimeout == .seconds(75), "on by default")
             configuration.idleTimeout = .seconds(1)
             try await withLiveServer({ running in
-                try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: running)
+                try await EmojiArtApp.buildApplication(configuration, pipeline: pipeline, onServerRunning: running)
             }) { (port: Int) async throws in
                 let closed = try await closesHalfAHead(port)
                 #expect(closed, "the app, fast lane \(fastLane)")
@@ -318,10 +318,10 @@ import GalleryFeed
 
     @Test(arguments: [true, false])
     func gracefulShutdownClosesAnIdleConnection(withLane: Bool) async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
-            let model = makeModel(galleryURL, database)
-            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
             let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
@@ -353,10 +353,10 @@ import GalleryFeed
     /// variant (made again, or loaded again) get an answer of their own. It lives in memory with
     /// those bytes, and its body is their buffer, not a copy.
     @Test func anAnswerIsAlwaysMemorysBytes() async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
-            let model = makeModel(galleryURL, database)
-            let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             func answer(_ bytes: [UInt8]) throws -> FastLane.Answer {
                 guard case let .load(plan) = services.plan(.init(route: .thumbs, density: 1, format: .png), piece: 5, version: nil) else {
@@ -374,14 +374,14 @@ import GalleryFeed
                 throw PlanMissing()
             }
             let key = plan.request.cacheKey
-            database.memory.insert(Image(data: [9, 9, 9, 9], contentType: "image/png", originalSHA256: "s"), forKey: key)
-            let held = try #require(database.memory.peek(key))
+            pipeline.memory.insert(Image(data: [9, 9, 9, 9], contentType: "image/png", originalSHA256: "s"), forKey: key)
+            let held = try #require(pipeline.memory.peek(key))
             let answered = services.answer(plan, image: held, ifNoneMatch: nil)
-            let kept = try #require(database.memory.peek(key)?.attachment as? PreparedAnswer)
+            let kept = try #require(pipeline.memory.peek(key)?.attachment as? PreparedAnswer)
             #expect(kept.etag == answered.headerFields[.eTag])
             #expect(answered.body.withUnsafeReadableBytes { $0.baseAddress } == held.withUnsafeBytes { $0.baseAddress }, "no copy")
             // Answered again: the prepared answer, not one made again.
-            let again = try #require(database.memory.peek(key))
+            let again = try #require(pipeline.memory.peek(key))
             #expect(again.attachment === kept)
             #expect(services.answer(plan, image: again, ifNoneMatch: nil).headerFields == answered.headerFields)
         }

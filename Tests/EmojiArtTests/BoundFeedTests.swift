@@ -27,7 +27,7 @@ import TestSupport
         }
     }
 
-    func database() -> ImagePipeline {
+    func pipeline() -> ImagePipeline {
         ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
     }
 
@@ -47,7 +47,7 @@ import TestSupport
         try await withGallery { galleryURL in
             let proxy = TamperingProxy(upstream: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database(), galleryOrigin: proxy.galleryOrigin)
+                let model = makeModel(proxyURL, pipeline(), galleryOrigin: proxy.galleryOrigin)
                 let before = try await model.loadImages()
                 try await model.loadImages()
                 #expect(model.feedOrigin.value == .revalidated)
@@ -86,7 +86,7 @@ import TestSupport
                 try await proxy.run { proxyURL in
                     let store = testTrustStore()
                     let model = EmojiArtModel(
-                        galleryURL: proxyURL, database: database(), trust: .firstUse(store), galleryOrigin: galleryB.originKey
+                        galleryURL: proxyURL, pipeline: pipeline(), trust: .firstUse(store), galleryOrigin: galleryB.originKey
                     )
                     let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                     #expect(error == .unauthenticatedFeed(
@@ -135,21 +135,21 @@ import TestSupport
         let other = TemporaryDirectory()
         func otherDatabase() -> ImagePipeline { ImagePipeline(configuration: .init(diskDirectory: other.url, synchronizesWrites: false)) }
         let (galleryURL, old, new) = try await withGallery { galleryURL in
-            let old = try await EmojiArtModel(galleryURL: galleryURL, database: database(), trust: trust).loadImages()
+            let old = try await EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline(), trust: trust).loadImages()
             try await Self.revise(galleryURL)
             // Another instance, its own cache, the same trust file: accepts the revision.
-            let new = try await EmojiArtModel(galleryURL: galleryURL, database: otherDatabase(), trust: trust).loadImages()
+            let new = try await EmojiArtModel(galleryURL: galleryURL, pipeline: otherDatabase(), trust: trust).loadImages()
             #expect(new != old)
             return (galleryURL, old, new)
         }
-        let stale = EmojiArtModel(galleryURL: galleryURL, database: database(), trust: trust, offline: true)
+        let stale = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline(), trust: trust, offline: true)
         let error = await #expect(throws: EmojiArtModel.Error.self) { try await stale.loadImages() }
         #expect(error == .unauthenticatedFeed(
             url: galleryURL.absoluteString + "/gallery/images", failure: .storedFeedSuperseded(gallery: galleryURL.originKey)
         ))
         #expect("\(error.map { "\($0)" } ?? "")".contains("older than the newest feed this machine authenticated from it"))
         #expect(await stale.imageFeed.isEmpty && stale.signatureFailures.value == ["stored_feed_superseded": 1])
-        let newest = EmojiArtModel(galleryURL: galleryURL, database: otherDatabase(), trust: trust, offline: true)
+        let newest = EmojiArtModel(galleryURL: galleryURL, pipeline: otherDatabase(), trust: trust, offline: true)
         #expect(try await newest.loadImages() == new && new != old)
     }
 }

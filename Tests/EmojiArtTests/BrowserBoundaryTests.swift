@@ -13,14 +13,14 @@ import TestSupport
 @Suite(.timeLimit(.minutes(3))) struct BrowserBoundaryTests {
     struct Server {
         let port: Int
-        let database: ImagePipeline
+        let pipeline: ImagePipeline
         let metrics: AppMetrics
     }
 
     /// An app bound to 127.0.0.1 with `emojiart.example` and `::1` allowed, verified and serving.
     func withServer(_ body: (Server) async throws -> Void) async throws {
-        try await withVerifiedApp(allowedHosts: ["emojiart.example", "::1"]) { port, database, services in
-            try await body(Server(port: port, database: database, metrics: services.metrics))
+        try await withVerifiedApp(allowedHosts: ["emojiart.example", "::1"]) { port, pipeline, services in
+            try await body(Server(port: port, pipeline: pipeline, metrics: services.metrics))
         }
     }
 
@@ -64,7 +64,7 @@ import TestSupport
             var refusals = 0
             for (template, refused) in Self.posts {
                 let fields = template.map { $0.replacingOccurrences(of: "PORT", with: "\(server.port)") }
-                let entries = await server.database.stats().diskEntries
+                let entries = await server.pipeline.stats().diskEntries
                 #expect(entries > 0, "the disk cache holds the verified originals")
                 let answer = try await ask(server.port, "/cache/clear-disk", method: "POST", fields: fields)
                 if refused {
@@ -72,14 +72,14 @@ import TestSupport
                     #expect(answer.status == 403, "\(fields)")
                     #expect(answer["content-type"]?.hasPrefix("text/html") == true)
                     #expect(String(decoding: answer.body, as: UTF8.self).contains("this request came from another site"), "a page that says why")
-                    #expect(await server.database.stats().diskEntries == entries, "\(fields): the disk cache is untouched")
+                    #expect(await server.pipeline.stats().diskEntries == entries, "\(fields): the disk cache is untouched")
                 } else {
                     #expect(answer.status == 303, "\(fields): \(answer)")
-                    #expect(await server.database.stats().diskEntries == 0, "\(fields): the disk cache is cleared")
+                    #expect(await server.pipeline.stats().diskEntries == 0, "\(fields): the disk cache is cleared")
                     // Filled again for the next case: a thumbnail made from an original fetched anew.
-                    await server.database.clearMemory()
+                    await server.pipeline.clearMemory()
                     #expect(try await ask(server.port, "/thumbs/5").status == 200)
-                    await server.database.flush()  // its writes follow the answer
+                    await server.pipeline.flush()  // its writes follow the answer
                 }
             }
             #expect(try await metric(server, #"emojiart_refused_requests_total{reason="cross_site"} \#(refusals)"#))
@@ -118,13 +118,13 @@ import TestSupport
     @Test func retryAndClearMemoryAreGuardedToo() async throws {
         try await withServer { (server: Server) async throws in
             let cross = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: cross-site"]
-            #expect(await server.database.stats().memoryEntries > 0)
+            #expect(await server.pipeline.stats().memoryEntries > 0)
             #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: cross).status == 403)
-            #expect(await server.database.stats().memoryEntries > 0)
+            #expect(await server.pipeline.stats().memoryEntries > 0)
             #expect(try await ask(server.port, "/retry", method: "POST", fields: cross).status == 403)
             let same = ["Host: 127.0.0.1:\(server.port)", "Sec-Fetch-Site: same-origin", "Origin: http://127.0.0.1:\(server.port)"]
             #expect(try await ask(server.port, "/cache/clear-memory", method: "POST", fields: same).status == 303)
-            #expect(await server.database.stats().memoryEntries == 0)
+            #expect(await server.pipeline.stats().memoryEntries == 0)
         }
     }
 
@@ -135,7 +135,7 @@ import TestSupport
         try await withServer { (server: Server) async throws in
             let field = "Host: " + host.replacingOccurrences(of: "PORT", with: "\(server.port)")
             #expect(try await ask(server.port, "/thumbs/5").status == 200)  // a memory hit now
-            let entries = await server.database.stats().diskEntries
+            let entries = await server.pipeline.stats().diskEntries
             for (path, method) in [("/", "GET"), ("/pieces/4", "GET"), ("/stats", "GET"), ("/metrics", "GET"), ("/health", "GET"),
                                    ("/events", "GET"), ("/thumbs/5", "GET"), ("/thumbs/5", "HEAD"), ("/large/5", "GET"),
                                    ("/assets/app.js", "GET"), ("/nowhere", "GET"), ("/cache/clear-disk", "POST")] {
@@ -143,7 +143,7 @@ import TestSupport
                 #expect(answer.status == 421, "\(method) \(path) with \(field)")
                 #expect(answer["x-content-type-options"] == "nosniff")
             }
-            #expect(await server.database.stats().diskEntries == entries)
+            #expect(await server.pipeline.stats().diskEntries == entries)
             #expect(try await metric(server, #"emojiart_refused_requests_total{reason="foreign_host"} 12"#))
         }
     }

@@ -12,14 +12,14 @@ import TestSupport
     @Test func fiveHundredColdThumbnailsAtOnceStayWithinEveryLimit() async throws {
         let catalog = try ArtCatalog(pieces: 500)
         let limits = ImagePipeline.Limits(downloads: 8, downloadsPerHost: 6, processing: 2, diskWrites: 2)
-        try await withGallery(catalog: catalog, loader: .init(limits: limits)) { galleryURL, database in
+        try await withGallery(catalog: catalog, loader: .init(limits: limits)) { galleryURL, pipeline in
             let thumbnail = ThumbnailProcessor.catalogThumbnail(size: 200)
             let results = await withTaskGroup(of: (Int, Result<Image, any Error>).self) { group in
                 for piece in 0..<500 {
                     let url = URL(string: "gallery/image?\(piece)", relativeTo: galleryURL)!.absoluteURL
                     group.addTask {
                         do {
-                            return (piece, .success(try await database.image(for: ImageRequest(url: url, processor: thumbnail, priority: .high))))
+                            return (piece, .success(try await pipeline.image(for: ImageRequest(url: url, processor: thumbnail, priority: .high))))
                         } catch {
                             return (piece, .failure(error))
                         }
@@ -41,7 +41,7 @@ import TestSupport
             #expect(requests.count == 500)
             #expect(requests.values.allSatisfy { $0 == 1 }, "each original fetched once")
 
-            let stats = await database.stats().scheduling
+            let stats = await pipeline.stats().scheduling
             #expect(stats.downloads.maxRunning <= 8 && stats.downloads.maxRunning >= 1)
             #expect(stats.maxDownloadsOnOneHost <= 6)
             #expect(stats.processing.maxRunning <= 2 && stats.processing.maxRunning >= 1)

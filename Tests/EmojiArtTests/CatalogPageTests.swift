@@ -16,15 +16,15 @@ import TestSupport
         catalog: ArtCatalog = .book,
         _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImagePipeline, CatalogPages) async throws -> T
     ) async throws -> T {
-        try await withGallery(catalog: catalog) { galleryURL, database in
+        try await withGallery(catalog: catalog) { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             // Longer than a test here takes on a loaded machine: a load within it asks the gallery
             // nothing (a check would make a new edition of the pages: the feed, "revalidated").
-            let model = makeModel(galleryURL, database, feedCheckInterval: .seconds(3600))
-            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline, feedCheckInterval: .seconds(3600))
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-            return try await app.test(.router) { client in try await body(client, model, database, services.catalogPages) }
+            return try await app.test(.router) { client in try await body(client, model, pipeline, services.catalogPages) }
         }
     }
 
@@ -54,7 +54,7 @@ import TestSupport
     /// The same page twice: the same `ETag`, a `304` to a browser that has it, and the toolbar's
     /// counters as they are at each answer (not as they were when the page was rendered).
     @Test func aPageIsKeptWithItsETagAndItsCountersAreCurrent() async throws {
-        try await withApp { client, _, database, pages in
+        try await withApp { client, _, pipeline, pages in
             let warmUp = try await Self.get(client, "/")
             let first = try await Self.get(client, "/")
             #expect(first.status == .ok && Self.cards(first.html) == 87)
@@ -62,7 +62,7 @@ import TestSupport
             #expect(warmUp.etag == etag, "two loads, nothing changed: one rendering")
             let renders = pages.renders.load(ordering: .relaxed)
             #expect(first.cacheControl == "no-cache")
-            let hits = await database.stats().memoryHits
+            let hits = await pipeline.stats().memoryHits
             #expect(Self.counter("memory-hits", in: first.html) == hits)
             #expect(!first.html.contains("counter-"), "no marker is left in the page")
             _ = try await client.execute(uri: "/thumbs/5", method: .get) { $0.status }
@@ -70,8 +70,8 @@ import TestSupport
             let second = try await Self.get(client, "/")
             #expect(second.etag == etag, "nothing the page shows changed")
             #expect(pages.renders.load(ordering: .relaxed) == renders, "answered from memory, not rendered again")
-            #expect(await Self.counter("memory-hits", in: second.html) == database.stats().memoryHits)
-            #expect(await database.stats().memoryHits > hits)
+            #expect(await Self.counter("memory-hits", in: second.html) == pipeline.stats().memoryHits)
+            #expect(await pipeline.stats().memoryHits > hits)
             let notModified = try await Self.get(client, "/", ifNoneMatch: "W/" + etag)
             #expect(notModified.status == .notModified && notModified.html.isEmpty && notModified.etag == etag)
             #expect(try await Self.get(client, "/", ifNoneMatch: "\"other\"").status == .ok)

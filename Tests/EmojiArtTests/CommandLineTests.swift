@@ -204,13 +204,13 @@ import TestSupport
 
     /// Not from a browser (no Origin, no Sec-Fetch-Site): the app's cross-site rule lets it through.
     @Test func cacheClearWithAppClearsARunningApp() async throws {
-        try await withVerifiedApp { port, database, _ in
-            let before = await database.stats()
+        try await withVerifiedApp { port, pipeline, _ in
+            let before = await pipeline.stats()
             #expect(before.memoryEntries > 0 && before.diskEntries > 0)
             let outcome = try await run(["cache", "clear", "--app", "http://127.0.0.1:\(port)"])
             #expect(outcome.status == 0, "\(outcome.output)")
             #expect(outcome.output.contains("cleared memory cache") && outcome.output.contains("cleared disk cache"), "\(outcome.output)")
-            let after = await database.stats()
+            let after = await pipeline.stats()
             #expect(after.memoryEntries == 0 && after.diskEntries == 0, "\(after.memoryEntries) in memory, \(after.diskEntries) on disk")
         }
     }

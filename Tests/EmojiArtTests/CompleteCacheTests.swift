@@ -102,13 +102,13 @@ import TestSupport
 
             // App start: the model loads its catalog through the same stored entry.
             try plant()
-            let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
             let model = EmojiArtModel(
-                galleryURL: URL(string: gallery)!, database: database, trust: .pinned(fingerprint: key.fingerprint)
+                galleryURL: URL(string: gallery)!, pipeline: pipeline, trust: .pinned(fingerprint: key.fingerprint)
             )
             let feed = try await model.loadImages()
             #expect(feed.count == 87)
-            #expect(await database.stats().corruptEntries == 1)
+            #expect(await pipeline.stats().corruptEntries == 1)
         }
     }
 }

@@ -229,10 +229,10 @@ import TestSupport
     /// list, or named as kept off both (`/stats`, `/metrics`): a new route must be placed.
     @Test func everyRouteOfTheServersIsListedOrKeptOffOnPurpose() async throws {
         let directory = TemporaryDirectory()
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false, fetcher: EmojiArtModel.galleryFetcher()))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false, fetcher: EmojiArtModel.galleryFetcher()))
         let galleryURL = URL(string: "http://127.0.0.1:1")!
         let app = try EmojiArtApp.buildRouter(
-            AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: makeModel(galleryURL, database), database: database
+            AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: makeModel(galleryURL, pipeline), pipeline: pipeline
         )
         /// A route's path with each parameter (`{piece}`) as piece 5.
         func example(_ path: String) -> String {

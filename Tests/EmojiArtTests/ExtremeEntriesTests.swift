@@ -71,7 +71,7 @@ enum ExtremeEntries {
 
 /// Issue 25, finding 2: checksum-valid entries with extreme values in every field, decoded and then
 /// used as the cache and the app use them (conditional request fields, HTTP dates, freshness, the
-/// 304 update, the feed's JSON with its prices, an offline lookup through a real database). A trap
+/// 304 update, the feed's JSON with its prices, an offline lookup through a real pipeline). A trap
 /// would end the test process; reaching the end with both verdicts seen is 0 traps.
 @Suite(.timeLimit(.minutes(3))) struct ExtremeEntriesTests {
     static let durations: [Int64] = [-2, -1, 0, 1, 60, 2_147_483_647, 2_147_483_648, 2_147_483_649, .max, .min, 1 << 40]
@@ -191,16 +191,16 @@ enum ExtremeEntries {
         }
         #expect(accepted > 1_000 && rejected > 1_000 && missing > 100 && feeds > 100, "\(accepted) \(rejected) \(missing) \(feeds)")
 
-        // Planted in a real cache directory and looked up offline through a real database: the
+        // Planted in a real cache directory and looked up offline through a real pipeline: the
         // pipeline's own freshness and known-missing decisions run on each.
         for bytes in planted {
             let directory = TemporaryDirectory()
             let storage = DiskStorage(directory: directory.url)
             try storage.setUp()
             try Data(bytes).write(to: directory.url.appendingPathComponent(storage.fileName(forKey: key)))
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
-            _ = try? await database.image(for: ImageRequest(url: URL(string: key)!, cachePolicy: .returnCacheDataDontLoad))
-            _ = await database.storedImage(forKey: key)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            _ = try? await pipeline.image(for: ImageRequest(url: URL(string: key)!, cachePolicy: .returnCacheDataDontLoad))
+            _ = await pipeline.storedImage(forKey: key)
         }
     }
 

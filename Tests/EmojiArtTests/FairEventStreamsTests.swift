@@ -128,12 +128,12 @@ extension FairEventStreamsTests {
             }
         }
         let directory = TemporaryDirectory()
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         let galleryURL = URL(string: "http://127.0.0.1:9")!
         func services(behindEdge: Bool) throws -> AppServices {
             var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             configuration.clientAddressFromEdge = behindEdge
-            return try EmojiArtApp.buildRouterAndServices(configuration, model: makeModel(galleryURL, database), database: database).services
+            return try EmojiArtApp.buildRouterAndServices(configuration, model: makeModel(galleryURL, pipeline), pipeline: pipeline).services
         }
         let request = Request(
             head: .init(method: .get, scheme: nil, authority: "127.0.0.1", path: "/events", headerFields: [AppServices.clientAddressField: "198.51.100.9"]),

@@ -28,9 +28,9 @@ import TestSupport
     }
 
     func model(_ proxy: TamperingProxy, _ proxyURL: URL, offline: Bool = false) -> EmojiArtModel {
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false), now: clock.now)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false), now: clock.now)
         // The model's own default interval (30 s): the one the app runs with.
-        return EmojiArtModel(galleryURL: proxyURL, database: database, trust: trust, now: clock.now, offline: offline, galleryOrigin: proxy.galleryOrigin)
+        return EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: trust, now: clock.now, offline: offline, galleryOrigin: proxy.galleryOrigin)
     }
 
     /// Twenty catalog loads within the interval send no feed request (before: one each, 302
@@ -45,7 +45,7 @@ import TestSupport
             await model.loadAndVerify()
             #expect(model.phase.value == .ready && model.feedOrigin.value == .downloaded)
             let before = proxy.feedRequests
-            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, database: model.database)
+            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, pipeline: model.pipeline)
             try await Application(router: router).test(.router) { client in
                 for _ in 0..<20 {
                     try await client.execute(uri: "/", method: .get) { #expect($0.status == .ok) }
@@ -107,7 +107,7 @@ import TestSupport
             let model = model(proxy, proxyURL)
             let when = clock.current.formatted(.iso8601)
             await model.loadAndVerify()
-            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, database: model.database)
+            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, pipeline: model.pipeline)
             try await Application(router: router).test(.router) { client in
                 try await client.execute(uri: "/", method: .get) { response in
                     let html = String(buffer: response.body)

@@ -19,7 +19,7 @@ import TestSupport
 /// does not verify with the gallery's key, before it uses a single entry.
 @Suite struct FeedSignatureTests {
     @Test func aSignedFeedVerifiesAndThePublishedKeyIsTheFingerprint() async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/key"), timeout: .seconds(30))
             #expect(response.headers.first(name: "content-type") == "application/jwk+json")
             let jwk = try JSONDecoder().decode(JSONWebKey.self, from: Data(buffer: try await response.body.collect(upTo: 10_000)))
@@ -37,7 +37,7 @@ import TestSupport
             #expect(input.contains(#"keyid="\#(jwk.thumbprint)""#) && input.contains(#"alg="ed25519""#) && input.contains(";expires="))
             #expect(feed.headers.first(name: "content-digest") == ContentDigest.fieldValue(for: body.readableBytesView))
 
-            let model = makeModel(galleryURL, database)
+            let model = makeModel(galleryURL, pipeline)
             #expect(try await model.loadImages().count == 87)
             #expect(model.feedKey.value == .init(fingerprint: jwk.thumbprint, trustedOnFirstUse: false))
 
@@ -57,17 +57,17 @@ import TestSupport
         try await elsewhere.run { (elsewhereURL) async throws in
             let entry = url.replacingOccurrences(of: "PORT", with: "\(elsewhereURL.port ?? 0)")
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-            try await proxy.inFrontOfGallery { proxyURL, database in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+            try await proxy.inFrontOfGallery { proxyURL, pipeline in
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 try await model.loadImages()
                 let listed = await model.imageFeed
                 let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-                let stored = try #require(await database.storedImage(forKey: storedKey))
+                let stored = try #require(await pipeline.storedImage(forKey: storedKey))
                 proxy.attack(.resign(testGalleryKey) { $0[1].url = entry })
                 guard let reason = await invalidFeedReason(loading: model) else { return }
                 #expect(reason.contains("entry 1 (\(entry)) is not at the gallery's own origin"), "\(reason)")
                 #expect(await model.imageFeed == listed, "the catalog in use stays")
-                #expect(await database.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+                #expect(await pipeline.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
                 await model.verifyImages()
                 #expect(elsewhere.totalRequests == 0)
             }
@@ -78,17 +78,17 @@ import TestSupport
     /// it is stored; one at the limit is taken.
     @Test func aFeedListingMoreEntriesThanTheAppTakesIsRefused() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-        try await proxy.inFrontOfGallery { proxyURL, database in
-            let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+        try await proxy.inFrontOfGallery { proxyURL, pipeline in
+            let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
             let listed = try await model.loadImages()
             let storedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-            let stored = try #require(await database.storedImage(forKey: storedKey))
+            let stored = try #require(await pipeline.storedImage(forKey: storedKey))
             let limit = EmojiArtModel.maxFeedEntries
             proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit + 1 - feed.count) })
             guard let reason = await invalidFeedReason(loading: model) else { return }
             #expect(reason.contains("lists \(limit + 1) entries, more than the \(limit)"), "\(reason)")
             #expect(await model.imageFeed == listed, "the catalog in use stays")
-            #expect(await database.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
+            #expect(await pipeline.storedImage(forKey: storedKey)?.data == stored.data, "and the feed stored")
             proxy.attack(.resign(testGalleryKey) { feed in feed += Array(repeating: feed[1], count: limit - feed.count) })
             #expect(try await model.loadImages().count == limit)
         }
@@ -101,14 +101,14 @@ import TestSupport
         try await elsewhere.run { (elsewhereURL) async throws in
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
             proxy.attack(.redirectImages(to: elsewhereURL.appendingPathComponent("images/internal")))
-            try await proxy.inFrontOfGallery { proxyURL, database in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+            try await proxy.inFrontOfGallery { proxyURL, pipeline in
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.total > 0 && progress.failed == progress.total, "\(progress)")
                 #expect(elsewhere.totalRequests == 0)
                 let failure = await #expect(throws: ImagePipeline.Error.self) {
-                    try await database.image(for: model.imageRequest(model.imageFeed[0]))
+                    try await pipeline.image(for: model.imageRequest(model.imageFeed[0]))
                 }
                 #expect(failure?.description.contains("302") == true, "\(String(describing: failure))")
             }
@@ -131,10 +131,10 @@ import TestSupport
         case "the signature removed": proxy.attack(.removeSignature)
         default: proxy.attack(.resign(SigningKey()))
         }
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                 guard case let .unauthenticatedFeed(_, failure)? = error else {
                     Issue.record("expected unauthenticatedFeed, got \(String(describing: error))")
@@ -147,11 +147,11 @@ import TestSupport
                 await model.loadAndVerify()
                 guard case let .failed(message) = model.phase.value else { Issue.record("not failed: \(model.phase.value)"); return }
                 #expect(message.contains("could not be authenticated"))
-                let stats = await database.stats()
+                let stats = await pipeline.stats()
                 #expect(stats.originFetches == 0 && stats.diskEntries == 0 && stats.memoryEntries == 0)
                 // The page says why, with Retry; /metrics counts the refusals by reason.
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
-                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
                 try await Application(router: router).test(.router) { client in
                     try await client.execute(uri: "/", method: .get) { response in
                         let html = String(buffer: response.body)
@@ -170,10 +170,10 @@ import TestSupport
     /// to send a feed that is not authentic (before, the older refusal named the page).
     @Test func aRefusalGivesWayToTheNextAttemptsReason() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .removeSignature)
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 #expect(model.feedRefusal.value?.reason == "missing_signature")
                 // Port 1: nothing answers the proxy's requests for the gallery now (a 502 from it).
@@ -184,7 +184,7 @@ import TestSupport
                 #expect(!message.contains("could not be authenticated"), "\(message)")
                 #expect(model.feedRefusal.value == nil)
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
-                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
                 try await Application(router: router).test(.router) { client in
                     try await client.execute(uri: "/", method: .get) { response in
                         #expect(response.status == .serviceUnavailable)
@@ -201,8 +201,8 @@ import TestSupport
         let directory = TemporaryDirectory()
         let configuration = GalleryConfiguration(port: 0, signingKey: testGalleryKey, now: { Date().addingTimeInterval(-7_200) })
         try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
-            let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, database)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, pipeline)
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .expired(expires, now))? = error else {
                 Issue.record("expected expired, got \(String(describing: error))")
@@ -217,16 +217,16 @@ import TestSupport
         // The feed is the gallery's, but the image that arrives for piece 4 is not: it fails
         // verification, it is not cached, and the catalog shows a placeholder instead.
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .replaceImage(piece: 4))
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 let progress = model.progress.value
                 #expect(progress.mismatched == 3 && progress.verified == 75)
-                #expect(await database.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
+                #expect(await pipeline.stats().diskEntries == 29, "75 verified entries of 25 pieces, the feed and 3 known-missing pieces")
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
-                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
                 try await Application(router: router).test(.router) { client in
                     try await client.execute(uri: "/", method: .get) { response in
                         let html = String(buffer: response.body)
@@ -244,7 +244,7 @@ import TestSupport
         let store = TrustStore(file: data.url.appendingPathComponent("trusted-galleries.json"))
         let other = SigningKey()
         let directory = TemporaryDirectory()
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         try await withGallery { galleryURL, _ in
             // The same gallery after it rotated its key: another server, the same public origin.
             let galleryOrigin = galleryURL.originKey
@@ -254,11 +254,11 @@ import TestSupport
                 let proxy = TamperingProxy(upstream: galleryURL)
                 try await proxy.run { proxyURL in
                     // First contact: the key is learnt and remembered, and said so.
-                    let first = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
+                    let first = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     try await first.loadImages()
                     #expect(first.feedKey.value == .init(fingerprint: testGalleryKey.fingerprint, trustedOnFirstUse: true))
                     #expect(try store.key(for: proxyURL)?.thumbprint == testGalleryKey.fingerprint)
-                    let again = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
+                    let again = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     try await again.loadImages()
                     #expect(again.feedKey.value?.trustedOnFirstUse == false)
 
@@ -266,7 +266,7 @@ import TestSupport
                     // way out; the stored catalog is shown, marked as not re-authenticated.
                     proxy.route(to: URL(string: "http://127.0.0.1:\(rotatedPort)")!)
                     let refused = EmojiArtModel(
-                        galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin, feedCheckInterval: .zero
+                        galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: galleryOrigin, feedCheckInterval: .zero
                     )
                     await refused.loadAndVerify()
                     #expect(refused.phase.value == .ready, "the stored catalog is shown")
@@ -283,13 +283,13 @@ import TestSupport
                     // With nothing stored, the refusal is the whole answer.
                     let emptyDirectory = TemporaryDirectory()
                     let empty = ImagePipeline(configuration: .init(diskDirectory: emptyDirectory.url, synchronizesWrites: false))
-                    let nothingStored = EmojiArtModel(galleryURL: proxyURL, database: empty, trust: .firstUse(store), galleryOrigin: galleryOrigin)
+                    let nothingStored = EmojiArtModel(galleryURL: proxyURL, pipeline: empty, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     let error = await #expect(throws: EmojiArtModel.Error.self) { try await nothingStored.loadImages() }
                     #expect(error == .unauthenticatedFeed(url: proxyURL.absoluteString + "/gallery/images", failure: failure))
 
                     // Trusting the new key (what `emojiart trust` does) lets it through.
                     try store.trust(try await GalleryKeys.published(by: proxyURL), for: proxyURL)
-                    let trusted = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: galleryOrigin)
+                    let trusted = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: galleryOrigin)
                     #expect(try await trusted.loadImages().count == 87)
                     #expect(trusted.feedKey.value?.fingerprint == other.fingerprint)
                     // The app that was refused, asking again: the same feed, now under the new key,
@@ -307,9 +307,9 @@ import TestSupport
     }
 
     @Test func aPinnedKeyRefusesAnyOther() async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let pinned = SigningKey().fingerprint
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: .pinned(fingerprint: pinned))
+            let model = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, trust: .pinned(fingerprint: pinned))
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .unknownKey(expected, offered))? = error else {
                 Issue.record("expected unknownKey, got \(String(describing: error))")

@@ -32,10 +32,10 @@ import TestSupport
         }
     }
 
-    /// A sync in a new process, as far as the cache knows: a new database over the same directory.
+    /// A sync in a new process, as far as the cache knows: a new pipeline over the same directory.
     func sync(_ galleryURL: URL, offline: Bool = false) async throws -> Sync.Report {
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now, offline: offline)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
+        let model = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, trust: trust, now: clock.now, offline: offline)
         return try await Sync(model: model).run()
     }
 
@@ -100,15 +100,15 @@ import TestSupport
     @Test func aRevisionShowsNewArtAndRemakesItsThumbnailsOnce() async throws {
         try await withGallery { gallery in
             _ = try await sync(gallery)
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
-            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
+            let model = EmojiArtModel(galleryURL: gallery, pipeline: pipeline, trust: trust, now: clock.now)
             try await model.loadImages()
             let thumbnail = ThumbnailProcessor.catalogThumbnail(size: 200)
             func thumbnails(_ pieces: [Int]) async throws -> [Int: [UInt8]] {
                 var result: [Int: [UInt8]] = [:]
                 for piece in pieces {
                     let file = try #require(model.feedByPiece.value[piece])
-                    result[piece] = try await database.image(for: model.imageRequest(file, processor: thumbnail)).data
+                    result[piece] = try await pipeline.image(for: model.imageRequest(file, processor: thumbnail)).data
                 }
                 return result
             }
@@ -143,10 +143,10 @@ import TestSupport
 
     @Test func theWebAppNoticesARevisionWhenTheCatalogIsLoaded() async throws {
         try await withGallery { gallery in
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
-            let model = EmojiArtModel(galleryURL: gallery, database: database, trust: trust, now: clock.now)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
+            let model = EmojiArtModel(galleryURL: gallery, pipeline: pipeline, trust: trust, now: clock.now)
             let configuration = AppConfiguration(port: 0, galleryURL: gallery, trust: trust)
-            let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+            let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
             try await app.test(.router) { client in
@@ -185,7 +185,7 @@ import TestSupport
                     let new = try await thumbnail(piece)
                     #expect(new != old[piece], "piece \(piece) shows its new art")
                 }
-                #expect(await database.stats().refreshed == 3)
+                #expect(await pipeline.stats().refreshed == 3)
                 let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
                 #expect(metrics.contains("emojiart_refreshed_total 3"), "\(metrics)")
             }
@@ -213,10 +213,10 @@ import TestSupport
             await #expect(throws: EmojiArtModel.Error.self) { try await sync(gallery, offline: true) }
             _ = try await sync(gallery)
             // One original gone from the cache, and its thumbnail with it.
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
-            await database.setUp()
-            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5")
-            database.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor.catalogThumbnail(size: 200).identifier)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
+            await pipeline.setUp()
+            pipeline.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5")
+            pipeline.disk!.remove(forKey: gallery.absoluteString + "/gallery/image?5#" + ThumbnailProcessor.catalogThumbnail(size: 200).identifier)
             let before = try await counts(gallery)
             clock.advance(by: 86_400)
             let offline = try await sync(gallery, offline: true)
@@ -238,17 +238,17 @@ import TestSupport
             return gallery
         }
         clock.advance(by: 7_200)  // stale, and nobody to ask
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
-        let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, now: clock.now)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false), now: clock.now)
+        let model = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, trust: trust, now: clock.now)
         await model.loadAndVerify()
         #expect(model.feedOrigin.value?.isGalleryUnreachable == true)
         #expect(model.progress.value.verified == 78)
         // At least once per piece, not exactly: an image made from an original gets its own
         // stale answer unless it joins a load of that original still in flight, which depends
         // on timing (64 to 66 in three runs on 2026-11-26).
-        #expect(await database.stats().staleAnswers >= 26, "each piece at least once")
+        #expect(await pipeline.stats().staleAnswers >= 26, "each piece at least once")
         let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust)
-        let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+        let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
         try await app.test(.router) { client in
             try await client.execute(uri: "/", method: .get) { response in

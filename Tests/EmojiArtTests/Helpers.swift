@@ -11,13 +11,13 @@ import MessageSignatures
 import TestSupport
 
 /// Runs a real gallery on 127.0.0.1:0 with `faults` (and `gate` holding its image requests, when
-/// given), and hands `body` a fresh database and the gallery's URL.
+/// given), and hands `body` a fresh pipeline and the gallery's URL.
 func withGallery<T: Sendable>(
     faults: FaultInjection = .none,
     gate: ImageGate? = nil,
     catalog: ArtCatalog = .book,
     loader: ImagePipeline.Configuration = .init(),
-    _ body: (_ galleryURL: URL, _ database: ImagePipeline) async throws -> T
+    _ body: (_ galleryURL: URL, _ pipeline: ImagePipeline) async throws -> T
 ) async throws -> T {
     let directory = TemporaryDirectory()
     let configuration = GalleryConfiguration(
@@ -28,8 +28,8 @@ func withGallery<T: Sendable>(
         var configuration = loader
         (configuration.diskDirectory, configuration.synchronizesWrites) = (directory.url, false)
         configuration.fetcher = EmojiArtModel.galleryFetcher()
-        let database = ImagePipeline(configuration: configuration)
-        return try await body(URL(string: "http://127.0.0.1:\(port)")!, database)
+        let pipeline = ImagePipeline(configuration: configuration)
+        return try await body(URL(string: "http://127.0.0.1:\(port)")!, pipeline)
     }
 }
 
@@ -67,11 +67,11 @@ var testGalleryTrust: GalleryTrust { .pinned(fingerprint: testGalleryKey.fingerp
 /// (a `feedCheckInterval` of zero): the tests of what a check does are not about how often;
 /// `FeedCheckIntervalTests` hold the model's own default.
 func makeModel(
-    _ galleryURL: URL, _ database: ImagePipeline, concurrency: Int = 8, galleryOrigin: String? = nil,
+    _ galleryURL: URL, _ pipeline: ImagePipeline, concurrency: Int = 8, galleryOrigin: String? = nil,
     feedCheckInterval: Duration = .zero
 ) -> EmojiArtModel {
     EmojiArtModel(
-        galleryURL: galleryURL, database: database, concurrency: concurrency, trust: testGalleryTrust, galleryOrigin: galleryOrigin,
+        galleryURL: galleryURL, pipeline: pipeline, concurrency: concurrency, trust: testGalleryTrust, galleryOrigin: galleryOrigin,
         feedCheckInterval: feedCheckInterval
     )
 }
@@ -81,11 +81,11 @@ func makeModel(
 /// (`--allowed-host`), and whatever else `configure` sets.
 func withVerifiedApp(
     allowedHosts: [String] = [], fastLane: Bool = true, configure: (inout AppConfiguration) -> Void = { _ in },
-    _ body: (_ port: Int, _ database: ImagePipeline, _ services: AppServices) async throws -> Void
+    _ body: (_ port: Int, _ pipeline: ImagePipeline, _ services: AppServices) async throws -> Void
 ) async throws {
-    try await withGallery { galleryURL, database in
+    try await withGallery { galleryURL, pipeline in
         try await withVerifiedApp(
-            galleryURL: galleryURL, database: database, trust: testGalleryTrust, allowedHosts: allowedHosts,
+            galleryURL: galleryURL, pipeline: pipeline, trust: testGalleryTrust, allowedHosts: allowedHosts,
             fastLane: fastLane, configure: configure, body
         )
     }
@@ -96,15 +96,15 @@ func withVerifiedApp(
 /// (then after its end and its writes): these tests are about the routes, and 156 variants made
 /// beside every one of them, in debug builds on a busy machine, took up to a minute each.
 func withVerifiedApp(
-    galleryURL: URL, database: ImagePipeline, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
+    galleryURL: URL, pipeline: ImagePipeline, trust: GalleryTrust, allowedHosts: [String] = [], fastLane: Bool = true,
     configure: (inout AppConfiguration) -> Void = { _ in },
-    _ body: (_ port: Int, _ database: ImagePipeline, _ services: AppServices) async throws -> Void
+    _ body: (_ port: Int, _ pipeline: ImagePipeline, _ services: AppServices) async throws -> Void
 ) async throws {
     var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust, allowedHosts: allowedHosts)
     configuration.warmUpBudget = 0
     configure(&configuration)
-    let model = EmojiArtModel(galleryURL: galleryURL, database: database, concurrency: 8, trust: trust)
-    let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+    let model = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, concurrency: 8, trust: trust)
+    let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
     await model.loadAndVerify()
     let lane = fastLane ? FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
     try await withLiveServer({ running in
@@ -119,7 +119,7 @@ func withVerifiedApp(
         )
     }) { port in
         for await progress in services.warmUp.stream() where progress.ended { break }
-        await database.flush()  // and its disk writes
-        try await body(port, database, services)
+        await pipeline.flush()  // and its disk writes
+        try await body(port, pipeline, services)
     }
 }

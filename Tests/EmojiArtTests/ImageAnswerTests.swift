@@ -13,19 +13,19 @@ import TestSupport
     func withApp(
         _ mode: HTTPCacheMode, _ body: @Sendable (any TestClientProtocol, ImagePipeline) async throws -> Void
     ) async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: mode)
-            let model = makeModel(galleryURL, database)
-            let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-            try await app.test(.router) { client in try await body(client, database) }
+            try await app.test(.router) { client in try await body(client, pipeline) }
         }
     }
 
     @Test(arguments: [(HTTPCacheMode.revalidate, "no-cache"), (.noStore, "no-store"), (.immutable, "no-cache")])
     func anETagA304AndHEADInEveryMode(mode: HTTPCacheMode, cacheControl: String) async throws {
-        try await withApp(mode) { client, database in
+        try await withApp(mode) { client, pipeline in
             let (etag, bytes) = try await client.execute(uri: "/thumbs/5", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.cacheControl] == cacheControl)
@@ -34,13 +34,13 @@ import TestSupport
             #expect(etag == "\"\(SHA256Hex.digest(bytes))\"", "strong, from the payload's hash")
             try await client.execute(uri: "/thumbs/5", method: .get) { #expect($0.headers[.eTag] == etag) }  // stable
 
-            let before = await database.stats().memoryHits
+            let before = await pipeline.stats().memoryHits
             try await client.execute(uri: "/thumbs/5", method: .get, headers: [.ifNoneMatch: etag]) { response in
                 #expect(response.status == .notModified)
                 #expect(response.body.readableBytes == 0)
                 #expect(response.headers[.eTag] == etag && response.headers[.cacheControl] == cacheControl)
             }
-            #expect(await database.stats().memoryHits == before + 1, "a 304 still counts what the cache did")
+            #expect(await pipeline.stats().memoryHits == before + 1, "a 304 still counts what the cache did")
             try await client.execute(uri: "/thumbs/5", method: .get, headers: [.ifNoneMatch: "\"other\""]) {
                 #expect($0.status == .ok && $0.body.readableBytes == bytes.count)
             }

@@ -32,27 +32,27 @@ import TestSupport
         return Answer(status: Int(response.status.code), fields: answer, body: Array(body.readableBytesView))
     }
 
-    /// Waits, on the database's own change stream, until `request`'s image is cached (in memory
+    /// Waits, on the pipeline's own change stream, until `request`'s image is cached (in memory
     /// or on disk).
-    static func waitUntilCached(_ request: ImageRequest, in database: ImagePipeline) async {
-        if database.isCached(request) { return }
-        for await _ in await database.onSchedulingChange where database.isCached(request) { return }
+    static func waitUntilCached(_ request: ImageRequest, in pipeline: ImagePipeline) async {
+        if pipeline.isCached(request) { return }
+        for await _ in await pipeline.onSchedulingChange where pipeline.isCached(request) { return }
     }
 
     /// Waits, likewise, until `request`'s image is in memory: the lane answers it from there.
-    static func waitUntilInMemory(_ request: ImageRequest, in database: ImagePipeline) async {
-        for await _ in await database.onSchedulingChange where database.memory.peek(request.cacheKey) != nil { return }
+    static func waitUntilInMemory(_ request: ImageRequest, in pipeline: ImagePipeline) async {
+        for await _ in await pipeline.onSchedulingChange where pipeline.memory.peek(request.cacheKey) != nil { return }
     }
 
     @Test func eachAcceptGetsItsFormatAndEveryAnswerVaries() async throws {
         // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
-        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, pipeline, services in
             // WebP is made in the background: its first request gets the PNG at once, which no
             // cache may keep.
             let first = try await Self.get(port, "/thumbs/5", accept: "image/webp")
             #expect(first.fields["content-type"] == "image/png" && first.fields["cache-control"] == "no-cache" && first.fields["vary"] == "Accept")
             let webp = try #require(services.variant(piece: 5, kind: .init(route: .thumbs, density: 1, format: .webp))).request
-            await Self.waitUntilCached(webp, in: database)
+            await Self.waitUntilCached(webp, in: pipeline)
 
             for (accept, type) in [
                 (nil, "image/png"), ("*/*", "image/png"), ("image/png", "image/png"), ("image/webp,*/*", "image/webp"),
@@ -78,11 +78,11 @@ import TestSupport
     }
 
     @Test func aFormatNotMadeYetIsAnsweredAtOnceWithTheBestOneMadeAndIsMadeInTheBackground() async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, httpCache: .immutable)
             configuration.warmUpBudget = 0  // a request that comes before the warm-up
-            let model = makeModel(galleryURL, database)
-            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
             await model.loadAndVerify()
             let lane = FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane)
             try await withLiveServer({ running in
@@ -99,7 +99,7 @@ import TestSupport
                 }
                 let path = services.url(file, route: .thumbs, density: 1)
                 let avif = try request(.thumbs, .avif)
-                #expect(!database.isCached(avif))
+                #expect(!pipeline.isCached(avif))
 
                 // Nothing made: the PNG, made now, not immutable (no cache keeps it under the URL).
                 let first = try await Self.get(port, path, accept: Self.chromium)
@@ -107,7 +107,7 @@ import TestSupport
                 #expect(first.fields["cache-control"] == "no-cache" && first.fields["vary"] == "Accept")
 
                 // Meanwhile the AVIF is made, at low priority, into memory: the next is the lane's.
-                await Self.waitUntilInMemory(avif, in: database)
+                await Self.waitUntilInMemory(avif, in: pipeline)
                 let answered = lane.answered
                 let second = try await Self.get(port, path, accept: Self.chromium, fields: ["If-None-Match": first.fields["etag"] ?? ""])
                 #expect(lane.answered == answered + 1, "a memory hit, answered on the event loop")
@@ -122,8 +122,8 @@ import TestSupport
                 let large = services.url(file, route: .large, density: 1)
                 let webpFirst = try await Self.get(port, large, accept: "image/webp,*/*")
                 #expect(webpFirst.fields["content-type"] == "image/png" && webpFirst.fields["cache-control"] == "no-cache")
-                await Self.waitUntilCached(try request(.large, .webp), in: database)
-                #expect(!database.isCached(try request(.large, .avif)))
+                await Self.waitUntilCached(try request(.large, .webp), in: pipeline)
+                #expect(!pipeline.isCached(try request(.large, .avif)))
                 let standIn = try await Self.get(port, large, accept: Self.chromium)
                 #expect(standIn.fields["content-type"] == "image/webp" && standIn.fields["cache-control"] == "no-cache")
                 let pngOnly = try await Self.get(port, large, accept: "image/avif,image/png")
@@ -134,7 +134,7 @@ import TestSupport
 
     @Test func theStatsSayWhenTheBackgroundEncodesAreDone() async throws {
         // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
-        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, pipeline, services in
             let avif = try #require(services.variant(piece: 9, kind: .init(route: .thumbs, density: 2, format: .avif))).request
             let standIn = try await Self.get(port, "/thumbs/2x/9", accept: Self.chromium)
             #expect(standIn.fields["content-type"] == "image/png")
@@ -155,7 +155,7 @@ import TestSupport
                     if count == 0 { break eventLoop }
                 }
             }
-            #expect(database.isCached(avif), "made when the count is 0: \(encodes)")
+            #expect(pipeline.isCached(avif), "made when the count is 0: \(encodes)")
             let stats = try JSONSerialization.jsonObject(with: Data(try await Self.get(port, "/stats").body)) as? [String: Any]
             #expect(stats?["backgroundEncodes"] as? Int == 0 && stats?["memoryHits"] != nil)
             #expect(try await Self.get(port, "/thumbs/2x/9", accept: Self.chromium).fields["content-type"] == "image/avif")
@@ -164,8 +164,8 @@ import TestSupport
 
     @Test func oneVariantIsMadeOncePerFormatUnderConcurrencyAndIsOnDiskAfterARestart() async throws {
         // Stand-ins: what a request that comes before the warm-up gets (here, none runs).
-        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, database, services in
-            let before = await database.stats().scheduling.processing.started
+        try await withVerifiedApp(configure: { $0.warmUpBudget = 0 }) { port, pipeline, services in
+            let before = await pipeline.stats().scheduling.processing.started
             let webp = try #require(services.variant(piece: 4, kind: .init(route: .thumbs, density: 2, format: .webp))).request
             let answers = try await withThrowingTaskGroup(of: Answer.self) { group in
                 for index in 0..<24 {
@@ -180,13 +180,13 @@ import TestSupport
             #expect(Set(answers.filter { $0.fields["content-type"] == "image/png" }.map(\.body)).count == 1, "one PNG")
             #expect(Set(answers.filter { $0.fields["content-type"] == "image/webp" }.map(\.body)).count <= 1, "one WebP")
 
-            // A new process, as far as the cache knows: the same directory, a new database.
-            let disk = try #require(database.disk)
+            // A new process, as far as the cache knows: the same directory, a new pipeline.
+            let disk = try #require(pipeline.disk)
             if !disk.contains(key: webp.cacheKey) {
                 // Each disk write that ends is a change.
-                for await _ in await database.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
+                for await _ in await pipeline.onSchedulingChange where disk.contains(key: webp.cacheKey) { break }
             }
-            #expect(await database.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
+            #expect(await pipeline.stats().scheduling.processing.started - before == 2, "one WebP and one PNG")
             let directory = disk.directory
             let restarted = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
             let image = try await restarted.image(for: webp)

@@ -7,8 +7,8 @@ import GalleryFeed
 
 @Suite struct ModelTests {
     @Test func verifiesTheWholeFeedWithMonotonicProgress() async throws {
-        try await withGallery { galleryURL, database in
-            let model = makeModel(galleryURL, database, concurrency: 4)
+        try await withGallery { galleryURL, pipeline in
+            let model = makeModel(galleryURL, pipeline, concurrency: 4)
             let feed = try await model.loadImages()
             #expect(feed.count == 87)
             // Follows the live progress until it reads done (a stream always delivers its newest value).
@@ -32,7 +32,7 @@ import GalleryFeed
             let requests = try await galleryImageRequests(galleryURL)
             #expect(requests.values.reduce(0, +) == 29)
             #expect(requests.values.allSatisfy { $0 == 1 })
-            #expect(await database.stats().originFetches == 29)
+            #expect(await pipeline.stats().originFetches == 29)
             // Statuses line up with the feed.
             let entries = await model.entries
             for (file, status) in entries {
@@ -42,8 +42,8 @@ import GalleryFeed
     }
 
     @Test func mismatchedBytesAreFlaggedAndTheRestStillVerify() async throws {
-        try await withGallery(faults: .init(corruptRate: 0.3, seed: 11)) { galleryURL, database in
-            let model = makeModel(galleryURL, database)
+        try await withGallery(faults: .init(corruptRate: 0.3, seed: 11)) { galleryURL, pipeline in
+            let model = makeModel(galleryURL, pipeline)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -53,14 +53,14 @@ import GalleryFeed
             #expect(result.verified + result.mismatched + result.missing + result.failed == 87)
             // Nothing that failed its checksum was cached: the verified originals, the feed and the
             // three missing pieces' 404s (known-missing entries).
-            let stats = await database.stats()
+            let stats = await pipeline.stats()
             #expect(stats.diskEntries == result.verified / 3 + 1 + 3)
         }
     }
 
     @Test func serverErrorsFailItemsWithoutStoppingTheOthers() async throws {
-        try await withGallery(faults: .init(failureRate: 1)) { galleryURL, database in
-            let model = makeModel(galleryURL, database)
+        try await withGallery(faults: .init(failureRate: 1)) { galleryURL, pipeline in
+            let model = makeModel(galleryURL, pipeline)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -73,8 +73,8 @@ import GalleryFeed
     }
 
     @Test func truncatedBodiesAndLatencyAreSurvived() async throws {
-        try await withGallery(faults: .init(latency: .milliseconds(30), truncateRate: 0.3, seed: 5)) { galleryURL, database in
-            let model = makeModel(galleryURL, database, concurrency: 8)
+        try await withGallery(faults: .init(latency: .milliseconds(30), truncateRate: 0.3, seed: 5)) { galleryURL, pipeline in
+            let model = makeModel(galleryURL, pipeline, concurrency: 8)
             try await model.loadImages()
             let result = await model.verifyImages()
             #expect(result.completed == 87)
@@ -84,7 +84,7 @@ import GalleryFeed
             // The cut downloads were transient failures: an explicit retry asks again for exactly those (the
             // rest answer from memory) and repairs some. The gallery draws its faults from a seeded sequence,
             // one draw per image request, so which retries are cut again does not depend on timing.
-            let again = makeModel(galleryURL, database)
+            let again = makeModel(galleryURL, pipeline)
             try await again.loadImages()
             let retried = await again.verifyImages(retryingFailures: true)
             #expect(retried.verified > result.verified)
@@ -96,8 +96,8 @@ import GalleryFeed
     @Test func aDeadGalleryEndsInAFailedPhaseWithAMessage() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dead-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory))
-        let model = makeModel(URL(string: "http://127.0.0.1:9")!, database)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory))
+        let model = makeModel(URL(string: "http://127.0.0.1:9")!, pipeline)
         await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
         await model.loadAndVerify()
         guard case let .failed(message) = model.phase.value else {

@@ -62,18 +62,18 @@ import TestSupport
         let galleryURL = try #require(URL(string: String(announcement[address].dropFirst("serving ".count))))
 
         let cache = TemporaryDirectory()
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
-        try await withVerifiedApp(galleryURL: galleryURL, database: database, trust: .firstUse(testTrustStore())) { port, database, _ in
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+        try await withVerifiedApp(galleryURL: galleryURL, pipeline: pipeline, trust: .firstUse(testTrustStore())) { port, pipeline, _ in
             // Cold: neither piece 7's thumbnail nor its original in memory or on disk.
-            await database.clearMemory()
-            await database.clear()
-            let before = await database.stats()
+            await pipeline.clearMemory()
+            await pipeline.clear()
+            let before = await pipeline.stats()
             var hooks: [String: [String: UInt64]] = [:]
             for name in ["idle", "cold", "hit", "disk"] {
                 if name == "disk" {
                     // A disk hit: the thumbnail written after the cold answer, memory emptied.
-                    await database.flush()
-                    await database.clearMemory()
+                    await pipeline.flush()
+                    await pipeline.clearMemory()
                 }
                 let window = try await Self.counted(into: directory + "/\(name).profraw", after: rest) {
                     // No request, for 0.2 s: what runs on its own.
@@ -93,7 +93,7 @@ import TestSupport
                 }
             }
             try JSONSerialization.data(withJSONObject: hooks, options: [.sortedKeys]).write(to: URL(fileURLWithPath: directory + "/hooks.json"))
-            let after = await database.stats()
+            let after = await pipeline.stats()
             // The cold request fetched the original; the second was a memory hit, the third a disk hit.
             #expect(after.originFetches == before.originFetches + 1)
             #expect(after.memoryHits == before.memoryHits + 1)

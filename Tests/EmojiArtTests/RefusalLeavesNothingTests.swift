@@ -41,16 +41,16 @@ import TestSupport
     func aRefusedFeedChangesNothingStored(refusal: String, reason: String) async throws {
         let trust = testGalleryTrust
         let trustFile = trust.store.file
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
         let galleryConfiguration = GalleryConfiguration(port: 0, signingKey: testGalleryKey, revisionInterval: .zero)
         try await withLiveServer({ try await Gallery.buildApplication(galleryConfiguration, onServerRunning: $0) }) { port in
             let galleryURL = URL(string: "http://127.0.0.1:\(port)")!
             let proxy = TamperingProxy(upstream: galleryURL)
             try await proxy.run { proxyURL in
-                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: trust, galleryOrigin: proxy.galleryOrigin)
+                let model = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: trust, galleryOrigin: proxy.galleryOrigin)
                 let accepted = try await model.loadImages()
                 let feedKey = proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint
-                let storedFeed = try #require(await database.cachedImage(forKey: feedKey))
+                let storedFeed = try #require(await pipeline.storedImage(forKey: feedKey))
                 let trustBytes = try Data(contentsOf: trustFile)
                 // A new edition, so that what the attack serves is a feed this machine never saw.
                 try await BoundFeedTests.revise(galleryURL)
@@ -58,12 +58,12 @@ import TestSupport
                 let failure = try await Self.refuse(refusal, model: model, proxy: proxy, gallery: galleryURL)
                 #expect(failure == reason, "\(refusal)")
                 #expect(try Data(contentsOf: trustFile) == trustBytes, "\(refusal): the trust file is byte for byte as it was")
-                #expect(await database.cachedImage(forKey: feedKey) == storedFeed, "\(refusal): and so is the stored feed")
+                #expect(await pipeline.storedImage(forKey: feedKey) == storedFeed, "\(refusal): and so is the stored feed")
                 #expect(await model.imageFeed == accepted, "\(refusal): the catalog in use stays")
 
                 // `sync --offline`, as the issue ran it: the stored catalog is the newest accepted.
                 let offline = EmojiArtModel(
-                    galleryURL: proxyURL, database: database, trust: trust, offline: true, galleryOrigin: proxy.galleryOrigin
+                    galleryURL: proxyURL, pipeline: pipeline, trust: trust, offline: true, galleryOrigin: proxy.galleryOrigin
                 )
                 #expect(try await offline.loadImages() == accepted, "\(refusal): still shown offline")
                 #expect(offline.signatureFailures.value.isEmpty)
@@ -76,18 +76,18 @@ import TestSupport
     /// valid answer is the first contact.
     @Test func aFeedRefusedAtFirstContactTrustsNoKey() async throws {
         let store = testTrustStore()
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
         proxy.attack(.resign(testGalleryKey) { $0[1].url = "http://127.0.0.1:9/gallery/image?1" })
         try await withGallery { galleryURL, _ in
             proxy.route(to: galleryURL)
             try await proxy.run { (proxyURL) async throws in
-                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: proxy.galleryOrigin)
+                let model = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: proxy.galleryOrigin)
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                 guard case .invalidFeed? = error else { Issue.record("expected invalidFeed, got \(String(describing: error))"); return }
                 #expect(!FileManager.default.fileExists(atPath: store.file.path), "nothing written")
                 #expect(try store.key(for: proxyURL) == nil)
-                #expect(await database.cachedImage(forKey: proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint) == nil)
+                #expect(await pipeline.storedImage(forKey: proxyURL.absoluteString + "/gallery/images#verified-by=" + testGalleryKey.fingerprint) == nil)
 
                 proxy.attack(.none)
                 #expect(try await model.loadImages().count == 87)

@@ -31,12 +31,12 @@ import TestSupport
         try await withLiveServer({ try await Gallery.buildApplication(configuration, onServerRunning: $0) }) { port in
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:\(port)")!)
             try await proxy.run { proxyURL in
-                let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false), now: clock.now)
-                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: trust, now: clock.now, galleryOrigin: proxy.galleryOrigin)
+                let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false), now: clock.now)
+                let model = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: trust, now: clock.now, galleryOrigin: proxy.galleryOrigin)
                 gate?.release(permits)
                 await model.loadAndVerify()
                 #expect(model.phase.value == .ready && model.progress.value.verified == 78)
-                let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, database: database)
+                let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: proxyURL, trust: trust), model: model, pipeline: pipeline)
                 try await Application(router: router).test(.router) { client in try await body(client, model, proxy) }
             }
         }

@@ -27,8 +27,8 @@ import TestSupport
     /// until all eight are in.
     @Test func catalogLoadsAtOnceShareOneFeedCheck() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-        try await proxy.inFrontOfGallery { proxyURL, database in
-            let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+        try await proxy.inFrontOfGallery { proxyURL, pipeline in
+            let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
             await model.loadAndVerify()
             #expect(model.phase.value == .ready)
             let held = Gate()
@@ -50,7 +50,7 @@ import TestSupport
     }
 
     @Test func theGallerySignsItsFeed304AndTheAppAcceptsIt() async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let first = try await HTTPClient.shared.execute(HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images"), timeout: .seconds(30))
             let etag = try #require(first.headers.first(name: "etag"))
             var conditional = HTTPClientRequest(url: galleryURL.absoluteString + "/gallery/images")
@@ -61,7 +61,7 @@ import TestSupport
             #expect(notModified.headers.first(name: "signature-input")?.hasPrefix(#"feed=("@status" "etag" "emojiart-gallery-origin" "emojiart-feed-nonce";req);created="#) == true)
             #expect(notModified.headers.first(name: "signature") != nil)
 
-            let model = makeModel(galleryURL, database)
+            let model = makeModel(galleryURL, pipeline)
             try await model.loadImages()
             #expect(model.feedOrigin.value == .downloaded)
             try await model.loadImages()
@@ -80,13 +80,13 @@ import TestSupport
     ])
     func aForgedRevalidationIsRefusedAndThePageSaysTheCatalogIsNotReauthenticated(attack: String, reason: String) async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!)
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             proxy.route(to: galleryURL)
             try await proxy.run { proxyURL in
-                let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+                let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
                 await model.loadAndVerify()
                 #expect(model.phase.value == .ready && model.feedOrigin.value == .downloaded)
-                let storedBefore = try #require(await database.storedImage(forKey: Self.feedKey(proxyURL)))
+                let storedBefore = try #require(await pipeline.storedImage(forKey: Self.feedKey(proxyURL)))
 
                 switch attack {
                 case "unsigned": proxy.attack(.notModifiedUnsigned)
@@ -95,7 +95,7 @@ import TestSupport
                 default: proxy.attack(.notModifiedSigned(by: testGalleryKey, etag: "\"another-edition\""))
                 }
                 let configuration = AppConfiguration(port: 0, galleryURL: proxyURL, trust: testGalleryTrust)
-                let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+                let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
                 try await Application(router: router).test(.router) { client in
                     // Loading the catalog revalidates the feed: refused, asked again, refused.
                     try await client.execute(uri: "/", method: .get) { response in
@@ -116,7 +116,7 @@ import TestSupport
                 }
                 #expect(failure.reason == reason && lastAuthenticated == storedBefore.cacheHeaders?.responseTime)
                 // The refused 304's fields overwrote nothing.
-                let storedAfter = try #require(await database.storedImage(forKey: Self.feedKey(proxyURL)))
+                let storedAfter = try #require(await pipeline.storedImage(forKey: Self.feedKey(proxyURL)))
                 #expect(storedAfter.cacheHeaders == storedBefore.cacheHeaders && storedAfter.data == storedBefore.data)
 
                 // The gallery signs again: the next load confirms the catalog and the notice goes.
@@ -129,8 +129,8 @@ import TestSupport
 
     @Test func anOlderGallerysUnsigned304IsRefusedAndItsSigned200Taken() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .unsignedNotModifiedThrough)
-        try await proxy.inFrontOfGallery { proxyURL, database in
-            let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+        try await proxy.inFrontOfGallery { proxyURL, pipeline in
+            let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
             try await model.loadImages()
             try await model.loadImages()
             // The 304 (its signature dropped) was refused; the second, plain request was
@@ -145,19 +145,19 @@ import TestSupport
         let clock = TestWallClock(Date())
         let trust = testGalleryTrust
         let directory = TemporaryDirectory()
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
         let gallery = GalleryConfiguration(port: 0, signingKey: testGalleryKey, now: clock.now)
         try await withLiveServer({ try await Gallery.buildApplication(gallery, onServerRunning: $0) }) { port in
             let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:\(port)")!)
             try await proxy.run { proxyURL in
                 func model() -> EmojiArtModel {
-                    EmojiArtModel(galleryURL: proxyURL, database: database, trust: trust, now: clock.now, galleryOrigin: proxy.galleryOrigin)
+                    EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: trust, now: clock.now, galleryOrigin: proxy.galleryOrigin)
                 }
                 // Recorded by the proxy at T; ten minutes later, a newer signature is accepted.
                 try await model().loadImages()
                 clock.advance(by: 600)
-                await database.clear()
-                await database.clearMemory()
+                await pipeline.clear()
+                await pipeline.clearMemory()
                 try await model().loadImages()
 
                 // The recording, still within its hour, is replayed: a rollback, refused. It was
@@ -172,8 +172,8 @@ import TestSupport
                 }
                 #expect(withStored.signatureFailures.value == ["replayed": 1])
                 // Clearing the cache does not reset what was accepted: the trust store keeps it.
-                await database.clear()
-                await database.clearMemory()
+                await pipeline.clear()
+                await pipeline.clearMemory()
                 let cleared = model()
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await cleared.loadImages() }
                 guard case let .unauthenticatedFeed(_, failure)? = error else {
@@ -189,8 +189,8 @@ import TestSupport
         let gallery = GalleryConfiguration(port: 0, signingKey: testGalleryKey, signatureLifetime: .seconds(2 * 86_400))
         try await withLiveServer({ try await Gallery.buildApplication(gallery, onServerRunning: $0) }) { port in
             let directory = TemporaryDirectory()
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
-            let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, database)
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            let model = makeModel(URL(string: "http://127.0.0.1:\(port)")!, pipeline)
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .lifetimeTooLong(seconds, maximum))? = error else {
                 Issue.record("expected lifetimeTooLong, got \(String(describing: error))")
@@ -202,8 +202,8 @@ import TestSupport
 
     @Test func aProxysOwnSignatureAddedFirstDoesNotFailTheGenuineFeed() async throws {
         let proxy = TamperingProxy(upstream: URL(string: "http://127.0.0.1:1")!, attack: .addOwnSignatureFirst(SigningKey()))
-        try await proxy.inFrontOfGallery { proxyURL, database in
-            let model = makeModel(proxyURL, database, galleryOrigin: proxy.galleryOrigin)
+        try await proxy.inFrontOfGallery { proxyURL, pipeline in
+            let model = makeModel(proxyURL, pipeline, galleryOrigin: proxy.galleryOrigin)
             #expect(try await model.loadImages().count == 87)
             try await model.loadImages()
             #expect(model.feedOrigin.value == .revalidated, "its 304, with the proxy's signature first, too")

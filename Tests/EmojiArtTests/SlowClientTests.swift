@@ -13,14 +13,14 @@ import TestSupport
 /// body was read and dropped, and 300 such connections took every descriptor of an app allowed
 /// 256. The idle time-out is an hour here: only the deadline under test may close a connection.
 @Suite(.timeLimit(.minutes(2))) struct SlowClientTests {
-    /// The app as `emojiart app` builds it (``EmojiArtApp/buildApplication(_:database:logger:onServerRunning:)``)
+    /// The app as `emojiart app` builds it (``EmojiArtApp/buildApplication(_:pipeline:logger:onServerRunning:)``)
     /// against a real gallery, with what `configure` sets.
     func withApp(fastLane: Bool, configure: (inout AppConfiguration) -> Void = { _ in }, _ body: (_ port: Int) async throws -> Void) async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, fastLane: fastLane)
             configuration.idleTimeout = .seconds(3600)
             configure(&configuration)
-            try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: $0) }) { port in
+            try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, pipeline: pipeline, onServerRunning: $0) }) { port in
                 try await body(port)
             }
         }
@@ -96,10 +96,10 @@ import TestSupport
     /// waits on.
     @Test(arguments: [true, false])
     func aClientThatStopsReadingAnEventStreamIsCutOff(fastLane: Bool) async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
             configuration.eventStreamHeartbeat = .microseconds(100)
-            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: makeModel(galleryURL, database), database: database)
+            let (router, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: makeModel(galleryURL, pipeline), pipeline: pipeline)
             let lane = fastLane ? FastLane(serverName: "EmojiArt", respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
             let connections = ConnectionGuard(ConnectionLimits(sendTimeout: .seconds(1)))
             try await withLiveServer({ running in

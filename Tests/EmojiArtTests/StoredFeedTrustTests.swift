@@ -15,7 +15,7 @@ import GalleryFeed
 /// The stored feed is used only as the bytes this machine authenticated: someone who can write
 /// the cache directory (a restored or shared cache) and re-seals an entry with another body gets
 /// it refused, removed and, online, replaced by the gallery's signed feed. A real gallery on
-/// 127.0.0.1:0, a real cache directory and trust file; each "start" is a new database and model
+/// 127.0.0.1:0, a real cache directory and trust file; each "start" is a new pipeline and model
 /// over them, as a new process would be.
 @Suite(.timeLimit(.minutes(3))) struct StoredFeedTrustTests {
     let cache = TemporaryDirectory()
@@ -24,8 +24,8 @@ import GalleryFeed
 
     /// A new start of the app over the test's cache and trust file.
     func start(_ galleryURL: URL, offline: Bool = false) -> (EmojiArtModel, ImagePipeline) {
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
-        return (EmojiArtModel(galleryURL: galleryURL, database: database, trust: trust, offline: offline), database)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+        return (EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, trust: trust, offline: offline), pipeline)
     }
 
     /// Re-writes the stored feed as a valid entry (sealed anew, the same headers and `ETag`) whose
@@ -34,14 +34,14 @@ import GalleryFeed
     @discardableResult
     static func forgeStoredFeed(of galleryURL: URL, in directory: URL) async throws -> Double {
         let key = SignedRevalidationTests.feedKey(galleryURL)
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
-        let found = await database.storedImage(forKey: key)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory, synchronizesWrites: false))
+        let found = await pipeline.storedImage(forKey: key)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
         var forged = genuine
         forged.data = Array(try JSONEncoder().encode(feed))
-        await database.store(image: forged, forKey: key)
+        await pipeline.store(image: forged, forKey: key)
         return feed[0].price
     }
 
@@ -99,7 +99,7 @@ import GalleryFeed
             _ = try await start(galleryURL).0.loadImages()
             try await Self.forgeStoredFeed(of: galleryURL, in: cache.url)
 
-            let (offline, database) = start(galleryURL, offline: true)
+            let (offline, pipeline) = start(galleryURL, offline: true)
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await offline.loadImages() }
             guard case let .unauthenticatedFeed(_, failure)? = error else {
                 Issue.record("expected the stored feed refused, got \(String(describing: error))")
@@ -110,7 +110,7 @@ import GalleryFeed
             #expect(text.contains("the stored catalog of \(galleryURL.absoluteString) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"), "\(text)")
             #expect(offline.signatureFailures.value == ["stored_feed_unknown": 1])
             #expect(await offline.imageFeed.isEmpty)
-            #expect(await database.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL)) == nil, "removed from the cache")
+            #expect(await pipeline.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL)) == nil, "removed from the cache")
         }
     }
 
@@ -121,18 +121,18 @@ import GalleryFeed
 
             // The forged entry keeps the genuine ETag: sent as `If-None-Match`, the gallery would
             // answer with a signed 304 and the forged prices would be shown as confirmed.
-            let (model, database) = start(galleryURL)
+            let (model, pipeline) = start(galleryURL)
             let shown = try await model.loadImages()
             #expect(shown == genuine && shown[0].price != forgedPrice)
             #expect(model.feedOrigin.value == .downloaded)
             #expect(model.signatureFailures.value == ["stored_feed_unknown": 1])
             #expect(model.feedRefusal.value == nil, "the signed feed is the latest word")
-            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust), model: model, database: database)
+            let router = try EmojiArtApp.buildRouter(AppConfiguration(port: 0, galleryURL: galleryURL, trust: trust), model: model, pipeline: pipeline)
             try await Application(router: router).test(.router) { client in
                 let metrics = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
                 #expect(metrics.contains(#"emojiart_feed_signature_failures_total{reason="stored_feed_unknown"} 1"#), "\(metrics)")
             }
-            let found = await database.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
+            let found = await pipeline.storedImage(forKey: SignedRevalidationTests.feedKey(galleryURL))
             let stored = try #require(found)
             #expect(try JSONDecoder().decode([ImageFile].self, from: Data(stored.data)) == genuine)
 
@@ -177,8 +177,8 @@ import GalleryFeed
         }
         let gallery = "http://127.0.0.1:\(port)"
         let feedKey = gallery + "/gallery/images#verified-by=" + key.fingerprint
-        let database = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
-        let found = await database.storedImage(forKey: feedKey)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: cache.url, synchronizesWrites: false))
+        let found = await pipeline.storedImage(forKey: feedKey)
         let genuine = try #require(found)
         var feed = try JSONDecoder().decode([ImageFile].self, from: Data(genuine.data))
         feed[0].price += 1000
@@ -186,15 +186,15 @@ import GalleryFeed
         forged.data = Array(try JSONEncoder().encode(feed))
         let message = "the stored catalog of \(gallery) does not match any feed this machine authenticated: it was changed on disk; run once with the gallery reachable"
 
-        await database.store(image: forged, forKey: feedKey)
+        await pipeline.store(image: forged, forKey: feedKey)
         let offline = try await cli.run(["sync", "--offline", "--gallery", gallery, "--cache-dir", cache.url.path])
         #expect(offline.status == 1, "\(offline.output)")
         #expect(offline.output.contains(message), "\(offline.output)")
-        await database.clearMemory()
-        #expect(await database.storedImage(forKey: feedKey) == nil, "removed from the cache")
+        await pipeline.clearMemory()
+        #expect(await pipeline.storedImage(forKey: feedKey) == nil, "removed from the cache")
 
         // The gallery stopped: nothing else to show, the same words.
-        await database.store(image: forged, forKey: feedKey)
+        await pipeline.store(image: forged, forKey: feedKey)
         let down = try await cli.run(["sync", "--gallery", gallery, "--cache-dir", cache.url.path])
         #expect(down.status == 1, "\(down.output)")
         #expect(down.output.contains(message), "\(down.output)")

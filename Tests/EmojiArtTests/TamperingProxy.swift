@@ -100,10 +100,10 @@ final class TamperingProxy: Sendable {
 
     /// Runs a real gallery (``withGallery``) and this proxy in front of it until `body` returns;
     /// `body` gets the proxy's base URL, the gallery an app is given, and the cache.
-    func inFrontOfGallery<T: Sendable>(_ body: (_ proxyURL: URL, _ database: ImagePipeline) async throws -> T) async throws -> T {
-        try await withGallery { galleryURL, database in
+    func inFrontOfGallery<T: Sendable>(_ body: (_ proxyURL: URL, _ pipeline: ImagePipeline) async throws -> T) async throws -> T {
+        try await withGallery { galleryURL, pipeline in
             route(to: galleryURL)
-            return try await run { proxyURL in try await body(proxyURL, database) }
+            return try await run { proxyURL in try await body(proxyURL, pipeline) }
         }
     }
 

@@ -54,10 +54,10 @@ import TestSupport
     /// The app as `emojiart app` builds it: compressed unless `--no-compression` turned it off.
     @Test(arguments: [true, false])
     func theBuiltAppCompressesTextUnlessToldNotTo(compression: Bool) async throws {
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust, compression: compression)
             try await withLiveServer({ running in
-                try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: running)
+                try await EmojiArtApp.buildApplication(configuration, pipeline: pipeline, onServerRunning: running)
             }) { port in
                 let script = try await Self.get(port, "/assets/app.js", fields: ["Accept-Encoding": "gzip"])
                 #expect(script.status == 200)

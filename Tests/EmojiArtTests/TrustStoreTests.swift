@@ -56,8 +56,8 @@ import TestSupport
 
     @Test func theAppRefusesTheFeedWhenItsTrustFileCannotBeRead() async throws {
         try FileManager.default.createDirectory(at: file, withIntermediateDirectories: true)
-        try await withGallery { galleryURL, database in
-            let model = EmojiArtModel(galleryURL: galleryURL, database: database, trust: .firstUse(TrustStore(file: file)))
+        try await withGallery { galleryURL, pipeline in
+            let model = EmojiArtModel(galleryURL: galleryURL, pipeline: pipeline, trust: .firstUse(TrustStore(file: file)))
             let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
             guard case let .unauthenticatedFeed(_, .trustStore(detail))? = error else {
                 Issue.record("expected a trust store failure, got \(String(describing: error))")
@@ -71,13 +71,13 @@ import TestSupport
     @Test func firstUseDoesNotOverwriteAKeyTrustedMeanwhile() async throws {
         let store = TrustStore(file: file)
         let chosen = SigningKey().publicJWK
-        try await withGallery { galleryURL, database in
+        try await withGallery { galleryURL, pipeline in
             // While the app fetches the gallery's key on first contact, `emojiart trust --key=...`
             // stores another one for the same gallery.
             let proxy = TamperingProxy(upstream: galleryURL)
             try await proxy.run { proxyURL in
                 proxy.attack(.beforeKey { try store.trust(chosen, for: proxyURL) })
-                let model = EmojiArtModel(galleryURL: proxyURL, database: database, trust: .firstUse(store), galleryOrigin: proxy.galleryOrigin)
+                let model = EmojiArtModel(galleryURL: proxyURL, pipeline: pipeline, trust: .firstUse(store), galleryOrigin: proxy.galleryOrigin)
                 let error = await #expect(throws: EmojiArtModel.Error.self) { try await model.loadImages() }
                 guard case let .unauthenticatedFeed(_, .changedKey(trusted, offered))? = error else {
                     Issue.record("expected changedKey, got \(String(describing: error))")

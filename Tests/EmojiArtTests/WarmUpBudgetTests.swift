@@ -22,12 +22,12 @@ import TestSupport
 
     /// The app's services over a gallery, with the warm-up's pixel limits set by `configure`.
     func services(
-        _ galleryURL: URL, _ database: ImagePipeline, configure: (inout AppConfiguration) -> Void
+        _ galleryURL: URL, _ pipeline: ImagePipeline, configure: (inout AppConfiguration) -> Void
     ) throws -> (EmojiArtModel, AppServices) {
         var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
         configure(&configuration)
-        let model = makeModel(galleryURL, database)
-        let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+        let model = makeModel(galleryURL, pipeline)
+        let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
         return (model, services)
     }
 
@@ -43,26 +43,26 @@ import TestSupport
     /// With room for three originals' pixels, it decodes three pieces' and stops, however much of
     /// its byte budget is left.
     @Test func anEditionDecodesAtMostItsPixelBudget() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database) { $0.warmUpPixelBudget = 3 * Self.piecePixels }
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline) { $0.warmUpPixelBudget = 3 * Self.piecePixels }
             let progress = await warmUp(model, services)
             let kinds = services.formats.count * VariantKind.densities.count
             #expect(progress.state == .stopped && progress.text.hasSuffix("budget reached"), "\(progress)")
             #expect(progress.pixels == 3 * Self.piecePixels && progress.pixelBudget == 3 * Self.piecePixels)
             #expect(progress.made == 3 * kinds && progress.bytes < progress.budget, "\(progress)")
-            #expect(await database.stats().scheduling.processing.started == 3 * kinds, "no other piece's variant was made")
+            #expect(await pipeline.stats().scheduling.processing.started == 3 * kinds, "no other piece's variant was made")
         }
     }
 
     /// An original over the largest the warm-up decodes is refused from its header: no variant
     /// of it is made, nothing is decoded, and the warm-up says how many it refused.
     @Test func anOriginalOverTheLimitIsRefusedBeforeDecoding() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database) { $0.warmUpMaxSourcePixels = Self.piecePixels - 1 }
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline) { $0.warmUpMaxSourcePixels = Self.piecePixels - 1 }
             let progress = await warmUp(model, services)
             #expect(progress.state == .done && progress.total > 0, "\(progress)")
             #expect(progress.refused == progress.total && progress.made == 0 && progress.pixels == 0, "\(progress)")
-            #expect(await database.stats().scheduling.processing.started == 0, "nothing decoded")
+            #expect(await pipeline.stats().scheduling.processing.started == 0, "nothing decoded")
             let stats = try JSONSerialization.jsonObject(with: JSONEncoder().encode(progress)) as? [String: Any]
             #expect(stats?["refused"] as? Int == progress.total && stats?["pixelBudget"] as? Int == 64_000_000)
         }
@@ -78,8 +78,8 @@ import TestSupport
             let galleryURL = URL(string: "http://127.0.0.1:\(port)")!
             var loader = ImagePipeline.Configuration(diskDirectory: directory.url, synchronizesWrites: false)
             loader.fetcher = EmojiArtModel.galleryFetcher()
-            let database = ImagePipeline(configuration: loader)
-            let (model, services) = try services(galleryURL, database) { $0.feedCheckInterval = .seconds(30) }
+            let pipeline = ImagePipeline(configuration: loader)
+            let (model, services) = try services(galleryURL, pipeline) { $0.feedCheckInterval = .seconds(30) }
             let clock = TestClock<Duration>()
             let running = Task { try await WarmUp(services: services, clock: clock).run() }
             defer { running.cancel() }

@@ -14,13 +14,13 @@ import TestSupport
 /// 2x is made ahead, into memory, within its budget, and a new feed edition starts again.
 @Suite(.timeLimit(.minutes(3))) struct WarmUpTests {
     /// The app's services over a gallery, with a warm-up `budget`.
-    func services(_ galleryURL: URL, _ database: ImagePipeline, budget: Int = 32 << 20) throws -> (EmojiArtModel, AppServices) {
+    func services(_ galleryURL: URL, _ pipeline: ImagePipeline, budget: Int = 32 << 20) throws -> (EmojiArtModel, AppServices) {
         var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
         configuration.warmUpBudget = budget
         // Editions back to back start at once (their spacing: WarmUpBudgetTests).
         configuration.feedCheckInterval = .zero
-        let model = makeModel(galleryURL, database)
-        let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, database: database)
+        let model = makeModel(galleryURL, pipeline)
+        let (_, services) = try EmojiArtApp.buildRouterAndServices(configuration, model: model, pipeline: pipeline)
         return (model, services)
     }
 
@@ -31,8 +31,8 @@ import TestSupport
     }
 
     @Test func aReadyFeedsThumbnailsAreMadeInEveryFormatAtBothDensitiesBeforeAnyoneAsks() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database)
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline)
             #expect(services.warmUp.value.state == .idle)
             let running = Task { try await WarmUp(services: services).run() }
             defer { running.cancel() }
@@ -51,7 +51,7 @@ import TestSupport
                     for format in services.formats {
                         let kind = VariantKind(route: .thumbs, density: density, format: format)
                         let request = try #require(services.variant(piece: piece, kind: kind)).request
-                        let image = try #require(database.answerFromMemory(request), "\(piece) \(kind)")
+                        let image = try #require(pipeline.answerFromMemory(request), "\(piece) \(kind)")
                         #expect(image.contentType == "image/\(format.rawValue)")
                         bytes += image.byteCount
                     }
@@ -60,15 +60,15 @@ import TestSupport
             #expect(progress.bytes == bytes)
             // Background work: never more than its share of the processors, so a request somebody
             // waits for always found one free; and nothing was asked of the gallery again.
-            let processing = await database.stats().scheduling.processing
+            let processing = await pipeline.stats().scheduling.processing
             #expect(processing.maxBackgroundRunning <= processing.backgroundLimit && processing.backgroundLimit < processing.limit || processing.limit == 1)
             #expect(await services.stats().warmUp == progress)
         }
     }
 
     @Test func itStopsAtItsBudget() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database, budget: 1)
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline, budget: 1)
             let running = Task { try await WarmUp(services: services).run() }
             defer { running.cancel() }
             await model.loadAndVerify()
@@ -81,19 +81,19 @@ import TestSupport
     }
 
     @Test func aBudgetOfZeroWarmsNothing() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database, budget: 0)
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline, budget: 0)
             try await WarmUp(services: services).run()  // returns at once
             await model.loadAndVerify()
             #expect(services.warmUp.value.state == .off && services.warmUp.value.runs == 0)
-            #expect(await database.stats().scheduling.processing.started == 0, "verification makes no variant")
+            #expect(await pipeline.stats().scheduling.processing.started == 0, "verification makes no variant")
         }
     }
 
     /// Cancelled (a new feed edition is coming), it withdraws what it has not started and says so.
     @Test func cancelledItWithdrawsItsRequests() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database)
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline)
             await model.loadAndVerify()
             let warmUp = WarmUp(services: services)
             let plan = await warmUp.plan()
@@ -106,8 +106,8 @@ import TestSupport
             #expect(progress.state == .cancelled && progress.made < progress.total, "\(progress)")
             #expect(progress.text.hasSuffix("cancelled"))
             // What it had not started is not made: the stages settle short of the plan.
-            for await stats in await database.onSchedulingChange where stats.processing.running == 0 && stats.processing.queued == 0 { break }
-            #expect(await database.stats().scheduling.processing.started < progress.total)
+            for await stats in await pipeline.onSchedulingChange where stats.processing.running == 0 && stats.processing.queued == 0 { break }
+            #expect(await pipeline.stats().scheduling.processing.started < progress.total)
         }
     }
 
@@ -120,8 +120,8 @@ import TestSupport
             let galleryURL = URL(string: "http://127.0.0.1:\(port)")!
             var loader = ImagePipeline.Configuration(diskDirectory: directory.url, synchronizesWrites: false)
             loader.fetcher = EmojiArtModel.galleryFetcher()
-            let database = ImagePipeline(configuration: loader)
-            let (model, services) = try services(galleryURL, database)
+            let pipeline = ImagePipeline(configuration: loader)
+            let (model, services) = try services(galleryURL, pipeline)
             let running = Task { try await WarmUp(services: services).run() }
             defer { running.cancel() }
             await model.loadAndVerify()
@@ -139,7 +139,7 @@ import TestSupport
                 let file = try #require(model.feedByPiece.value[piece])
                 let kind = VariantKind(route: .thumbs, density: 2, format: services.formats[0])
                 let variant = try #require(services.variant(piece: piece, kind: kind))
-                let image = try #require(database.answerFromMemory(variant.request))
+                let image = try #require(pipeline.answerFromMemory(variant.request))
                 #expect(image.originalSHA256.map { "sha256:" + $0 } == file.checksum, "piece \(piece): the new art's")
             }
         }
@@ -148,8 +148,8 @@ import TestSupport
     /// `sync --variants` fills the same variants as the warm-up, on disk for the app to come;
     /// plain `sync` makes only its PNG thumbnails.
     @Test func syncWithVariantsFillsTheSameVariantsAndPlainSyncDoesNot() async throws {
-        try await withGallery { galleryURL, database in
-            let (model, services) = try services(galleryURL, database, budget: 0)
+        try await withGallery { galleryURL, pipeline in
+            let (model, services) = try services(galleryURL, pipeline, budget: 0)
             let plain = try await Sync(model: model).run()
             #expect(plain.variants == nil && !TerminalText.summary(plain).contains("variants"))
             var requests: [ImageRequest] = []
@@ -161,7 +161,7 @@ import TestSupport
                     }
                 }
             }
-            let disk = try #require(database.disk)
+            let disk = try #require(pipeline.disk)
             #expect(requests.filter { disk.contains(key: $0.cacheKey) }.count == 26, "plain sync: the 1x PNGs only")
             let report = try await Sync(model: model, variants: true).run()
             #expect(report.variants == requests.count && requests.count == 26 * services.formats.count * 2)

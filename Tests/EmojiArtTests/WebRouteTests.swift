@@ -18,13 +18,13 @@ import GalleryFeed
         faults: FaultInjection = .none, gate: ImageGate? = nil, ready: Bool = true,
         _ body: @Sendable (any TestClientProtocol, EmojiArtModel, ImagePipeline) async throws -> T
     ) async throws -> T {
-        try await withGallery(faults: faults, gate: gate) { galleryURL, database in
+        try await withGallery(faults: faults, gate: gate) { galleryURL, pipeline in
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
-            let model = makeModel(galleryURL, database)
-            let router = try EmojiArtApp.buildRouter(configuration, model: model, database: database)
+            let model = makeModel(galleryURL, pipeline)
+            let router = try EmojiArtApp.buildRouter(configuration, model: model, pipeline: pipeline)
             if ready { await model.loadAndVerify() }
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
-            return try await app.test(.router) { client in try await body(client, model, database) }
+            return try await app.test(.router) { client in try await body(client, model, pipeline) }
         }
     }
 
@@ -48,7 +48,7 @@ import GalleryFeed
     }
 
     @Test func thumbnailAndLargeVariantsAreServedFromOneOriginal() async throws {
-        try await withApp { client, _, database in
+        try await withApp { client, _, pipeline in
             let thumb = try await client.execute(uri: "/thumbs/5", method: .get) { response in
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType] == "image/png")
@@ -61,7 +61,7 @@ import GalleryFeed
             }
             #expect(large.width == 332 && large.height == 600)
             // Verification fetched every original; the variants added no origin request.
-            #expect(await database.stats().originFetches == 29)
+            #expect(await pipeline.stats().originFetches == 29)
         }
     }
 
@@ -115,8 +115,8 @@ import GalleryFeed
     }
 
     @Test func clearButtonsEmptyTheirTier() async throws {
-        try await withApp { client, _, database in
-            #expect(await database.stats().memoryEntries > 0)
+        try await withApp { client, _, pipeline in
+            #expect(await pipeline.stats().memoryEntries > 0)
             // The router's test client asks for the host `localhost`.
             try await client.execute(uri: "/cache/clear-memory", method: .post, headers: [.referer: "http://localhost/pieces/3"]) { response in
                 #expect(response.status == .seeOther)
@@ -127,39 +127,39 @@ import GalleryFeed
                 #expect(response.status == .seeOther)
                 #expect(response.headers[.location] == "/")
             }
-            #expect(await database.stats().memoryEntries == 0)
+            #expect(await pipeline.stats().memoryEntries == 0)
             // Memory is empty, the disk is not: the thumbnail is made from its original read
             // from disk (the engine's own read: no hit, no caller was answered from disk) and
             // stored; asked again after memory is emptied once more, it is itself the one disk
             // hit (its original is not needed).
-            let before = await database.stats()
+            let before = await pipeline.stats()
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
-            await database.flush()  // the disk write follows the answer
-            let made = await database.stats()
+            await pipeline.flush()  // the disk write follows the answer
+            let made = await pipeline.stats()
             #expect(made.diskHits == before.diskHits && made.diskEntries == before.diskEntries + 1)
             _ = try await client.execute(uri: "/cache/clear-memory", method: .post)
             _ = try await client.execute(uri: "/thumbs/5", method: .get) { response in
                 #expect(response.status == .ok && response.headers[.contentType] == "image/png")
             }
-            await database.flush()
-            let again = await database.stats()
+            await pipeline.flush()
+            let again = await pipeline.stats()
             #expect(again.diskHits == made.diskHits + 1 && again.originFetches == made.originFetches)
 
-            #expect(await database.stats().diskEntries > 0)
+            #expect(await pipeline.stats().diskEntries > 0)
             try await client.execute(uri: "/cache/clear-disk", method: .post) { response in
                 #expect(response.status == .seeOther)
             }
-            #expect(await database.stats().diskEntries == 0)
+            #expect(await pipeline.stats().diskEntries == 0)
         }
     }
 
     @Test func metricsHealthAndStats() async throws {
-        try await withApp { client, _, database in
-            let hitsBefore = await database.stats().memoryHits
+        try await withApp { client, _, pipeline in
+            let hitsBefore = await pipeline.stats().memoryHits
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             _ = try await client.execute(uri: "/thumbs/5", method: .get)
             let text = try await client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
-            let stats = await database.stats()
+            let stats = await pipeline.stats()
             // Verification fetched 29 originals (3 missing); the first thumbnail was made from the
             // original in memory and stored; the second was a memory hit. The feed is an entry too,
             // and so are the 3 missing pieces' 404s (known-missing entries).
@@ -191,9 +191,9 @@ import GalleryFeed
     @Test func aDeadGalleryShowsAnErrorPageWithRetry() async throws {
         let directory = TemporaryDirectory()
         let galleryURL = URL(string: "http://127.0.0.1:9")!
-        let database = ImagePipeline(configuration: .init(diskDirectory: directory.url))
-        let model = makeModel(galleryURL, database)
-        let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: model, database: database)
+        let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url))
+        let model = makeModel(galleryURL, pipeline)
+        let router = try EmojiArtApp.buildRouter(.init(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: model, pipeline: pipeline)
         await model.loadAndVerify()
         let app = Application(router: router)
         try await app.test(.router) { client in
@@ -236,9 +236,9 @@ import GalleryFeed
     @Test func eventsStreamProgressPhaseAndStats() async throws {
         let directory = TemporaryDirectory()
         try await withGallery { galleryURL, _ in
-            let database = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
             let configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
-            try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, database: database, onServerRunning: $0) }) { port in
+            try await withLiveServer({ try await EmojiArtApp.buildApplication(configuration, pipeline: pipeline, onServerRunning: $0) }) { port in
                 let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/events"), timeout: .seconds(30))
                 #expect(response.headers.first(name: "content-type") == "text/event-stream")
                 var text = ""

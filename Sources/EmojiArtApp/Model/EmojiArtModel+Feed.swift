@@ -180,7 +180,7 @@ extension EmojiArtModel {
         var stored: StoredFeed?
         // Why the stored feed was refused, when it was: what to say when nothing else is had.
         var storedRefusal: SignatureFailure?
-        if let trusted, let image = await database.storedImage(forKey: feedCacheKey(fingerprint: trusted)) {
+        if let trusted, let image = await pipeline.storedImage(forKey: feedCacheKey(fingerprint: trusted)) {
             // The cache directory may be written by others: its bytes are used only while they
             // are those of a feed this machine authenticated from this gallery with that key.
             let standing: TrustStore.FeedStanding
@@ -200,7 +200,7 @@ extension EmojiArtModel {
                 refuse(failure)
                 storedRefusal = failure
                 logger.warning("\(failure): the stored copy is removed, and not used to ask the gallery")
-                await database.removeEntry(forKey: feedCacheKey(fingerprint: trusted))
+                await pipeline.removeEntry(forKey: feedCacheKey(fingerprint: trusted))
             }
         }
         // Shown without the gallery's word only when it is the newest this machine accepted
@@ -296,7 +296,7 @@ extension EmojiArtModel {
                 var refreshed = stored.image
                 let responseTime = now()
                 refreshed.cacheHeaders = headers.updated(withNotModified: [], requestTime: requestTime, responseTime: responseTime)
-                await database.store(image: refreshed, forKey: feedCacheKey(fingerprint: stored.fingerprint))
+                await pipeline.store(image: refreshed, forKey: feedCacheKey(fingerprint: stored.fingerprint))
                 var fetched = stored.fetched(.revalidated)
                 fetched.age = FeedAge(authenticatedAt: responseTime, expires: outcome.expires)
                 return fetched
@@ -340,7 +340,7 @@ extension EmojiArtModel {
         }
         let headers = CacheHeaders(fields: recorded, requestTime: requestTime, responseTime: responseTime)
         let entry = Image(data: bytes, contentType: response.headers.first(name: "content-type") ?? "application/json", cacheHeaders: headers)
-        await database.store(image: entry, forKey: feedCacheKey(fingerprint: outcome.fingerprint))
+        await pipeline.store(image: entry, forKey: feedCacheKey(fingerprint: outcome.fingerprint))
         return FetchedFeed(
             bytes: bytes, key: FeedKey(fingerprint: outcome.fingerprint, trustedOnFirstUse: outcome.trustedOnFirstUse),
             origin: .downloaded, age: FeedAge(authenticatedAt: responseTime, expires: outcome.expires), entries: entries

@@ -58,7 +58,7 @@ public actor EmojiArtModel {
     /// The gallery's base URL, e.g. `http://127.0.0.1:8080`.
     public nonisolated let galleryURL: URL
     /// The cache every image goes through.
-    public nonisolated let database: ImagePipeline
+    public nonisolated let pipeline: ImagePipeline
     /// How many images are verified at once.
     public nonisolated let concurrency: Int
     /// Where the model stands, live.
@@ -227,7 +227,7 @@ public actor EmojiArtModel {
     ///   - feedCheckInterval: the least time between feed checks asked by catalog loads
     ///     (``feedCheckInterval``).
     public init(
-        galleryURL: URL, database: ImagePipeline, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
+        galleryURL: URL, pipeline: ImagePipeline, concurrency: Int = 8, client: HTTPClient = EmojiArtModel.galleryClient,
         trust: GalleryTrust = .default, now: @escaping @Sendable () -> Date = { Date() }, offline: Bool = false,
         galleryOrigin: String? = nil, feedCheckInterval: Duration = .seconds(30), logger: Logger = Logger(label: "emojiart")
     ) {
@@ -236,7 +236,7 @@ public actor EmojiArtModel {
         self.now = now
         cachePolicy = offline ? .returnCacheDataDontLoad : .useProtocolCachePolicy
         self.galleryURL = galleryURL
-        self.database = database
+        self.pipeline = pipeline
         self.concurrency = max(1, concurrency)
         self.client = client
         authenticator = FeedAuthenticator(galleryURL: galleryURL, galleryOrigin: galleryOrigin, trust: trust, client: client, now: now)
@@ -313,14 +313,14 @@ public actor EmojiArtModel {
 
     /// Runs `requests` (a feed index and its request), `concurrency` at a time.
     private func verify(_ requests: [(Int, ImageRequest)], record: (Int, VerificationStatus) -> Void) async {
-        let database = database
+        let pipeline = pipeline
         await withTaskGroup(of: (Int, VerificationStatus).self) { group in
             var next = 0
             func addNext() {
                 guard next < requests.count else { return }
                 let (index, request) = requests[next]
                 next += 1
-                group.addTask { (index, await Self.verify(request, database: database)) }
+                group.addTask { (index, await Self.verify(request, pipeline: pipeline)) }
             }
             for _ in 0..<concurrency { addNext() }
             for await (index, status) in group {
@@ -375,9 +375,9 @@ public actor EmojiArtModel {
     }
 
     /// Verifies one entry: load through the cache, hash, compare.
-    private nonisolated static func verify(_ request: ImageRequest, database: ImagePipeline) async -> VerificationStatus {
+    private nonisolated static func verify(_ request: ImageRequest, pipeline: ImagePipeline) async -> VerificationStatus {
         do {
-            let image = try await database.image(for: request)
+            let image = try await pipeline.image(for: request)
             let actual = SHA256Hex.digest(image.data)
             guard let expected = request.expectedSHA256, actual == expected else {
                 return .mismatch(expected: request.expectedSHA256 ?? "none", actual: actual)

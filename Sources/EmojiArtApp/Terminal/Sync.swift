@@ -80,7 +80,7 @@ public struct Sync: Sendable {
         let thumbnails = await withTaskGroup(of: Bool.self) { group in
             for file in verified.values {
                 let request = model.imageRequest(file, processor: thumbnail)
-                group.addTask { (try? await model.database.image(for: request)) != nil }
+                group.addTask { (try? await model.pipeline.image(for: request)) != nil }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
@@ -93,20 +93,20 @@ public struct Sync: Sendable {
                 var made = 0
                 for (index, request) in requests.enumerated() {
                     if index >= 64, let done = await group.next() { made += done ? 1 : 0 }
-                    group.addTask { (try? await model.database.image(for: request)) != nil }
+                    group.addTask { (try? await model.pipeline.image(for: request)) != nil }
                 }
                 for await done in group { made += done ? 1 : 0 }
                 return made
             }
         }
         // Answers do not wait for their disk writes: the report (and the process's exit) does.
-        await model.database.flush()
+        await model.pipeline.flush()
         return Report(
             progress: progress,
             thumbnails: thumbnails,
             variants: variantCount,
             variantsPlanned: variantsPlanned,
-            stats: await model.database.stats(),
+            stats: await model.pipeline.stats(),
             duration: start.duration(to: clock.now),
             problems: entries.filter { $0.status != .verified },
             feedKey: model.feedKey.value,

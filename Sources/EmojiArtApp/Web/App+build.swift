@@ -9,21 +9,21 @@ import NIOCore
 public enum EmojiArtApp {
     /// Builds the app and starts loading and verifying the feed in the background.
     /// - Parameters:
-    ///   - database: the cache every image goes through; it is set up here.
+    ///   - pipeline: the cache every image goes through; it is set up here.
     ///   - onServerRunning: called with the bound port once the server listens.
     public static func buildApplication(
         _ configuration: AppConfiguration,
-        database: ImagePipeline,
+        pipeline: ImagePipeline,
         logger: Logger = Logger(label: "emojiart"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> some ApplicationProtocol {
-        await database.setUp()
+        await pipeline.setUp()
         let model = EmojiArtModel(
-            galleryURL: configuration.galleryURL, database: database, concurrency: configuration.concurrency,
+            galleryURL: configuration.galleryURL, pipeline: pipeline, concurrency: configuration.concurrency,
             trust: configuration.trust, offline: configuration.offline, galleryOrigin: configuration.galleryOrigin,
             feedCheckInterval: configuration.feedCheckInterval, logger: logger
         )
-        let (router, services) = try buildRouterAndServices(configuration, model: model, database: database)
+        let (router, services) = try buildRouterAndServices(configuration, model: model, pipeline: pipeline)
         await model.start()
         let serverName = "EmojiArt"
         let lane = configuration.fastLane
@@ -51,28 +51,28 @@ public enum EmojiArtApp {
     /// middleware turns errors into pages (for a request no route matches), so a route added
     /// to it afterwards answers its errors as pages too.
     public static func buildRouter(
-        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImagePipeline
+        _ configuration: AppConfiguration, model: EmojiArtModel, pipeline: ImagePipeline
     ) throws -> Router<BasicRequestContext> {
-        try buildRouterAndServices(configuration, model: model, database: database).router
+        try buildRouterAndServices(configuration, model: model, pipeline: pipeline).router
     }
 
     static func buildRouterAndServices(
-        _ configuration: AppConfiguration, model: EmojiArtModel, database: ImagePipeline
+        _ configuration: AppConfiguration, model: EmojiArtModel, pipeline: ImagePipeline
     ) throws -> (router: Router<BasicRequestContext>, services: AppServices) {
         // Only formats this libvips can write (AVIF needs libheif's AV1 encoder).
         let formats = configuration.formats.filter { Imaging().canEncode($0.output) }
-        let encoder = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
-        let warmer = ImagePrefetcher(pipeline: database, destination: .memoryCache, priority: .veryLow)
+        let encoder = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache, priority: .veryLow)
+        let warmer = ImagePrefetcher(pipeline: pipeline, destination: .memoryCache, priority: .veryLow)
         let warmUp = WarmUp.initial(budget: configuration.warmUpBudget)
         let services = AppServices(
             model: model,
-            database: database,
+            pipeline: pipeline,
             templates: try Templates.library(),
             processors: AppServices.processors(boxes: configuration.boxes, formats: formats),
             boxes: configuration.boxes,
             formats: formats,
             metrics: AppMetrics(),
-            prefetcher: ImagePrefetcher(pipeline: database),
+            prefetcher: ImagePrefetcher(pipeline: pipeline),
             encoder: encoder,
             warmer: warmer,
             warmUp: warmUp,
@@ -80,7 +80,7 @@ public enum EmojiArtApp {
             warmUpPixelBudget: configuration.warmUpPixelBudget,
             warmUpMaxSourcePixels: configuration.warmUpMaxSourcePixels,
             warmUpInterval: configuration.feedCheckInterval,
-            statsBroadcast: StatsBroadcast { AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp) },
+            statsBroadcast: StatsBroadcast { AppStats.now(pipeline: pipeline, encoder: encoder, warmer: warmer, warmUp: warmUp) },
             eventStreams: EventStreamSlots(limit: configuration.maxEventStreams, perClient: configuration.maxEventStreamsPerClient),
             clientAddressFromEdge: configuration.clientAddressFromEdge,
             eventStreamHeartbeat: configuration.eventStreamHeartbeat,

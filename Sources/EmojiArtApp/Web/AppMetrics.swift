@@ -3,7 +3,7 @@ import ImageCache
 import Prometheus
 import Synchronization
 
-/// `GET /metrics` for the app: the database's counters in Prometheus text format.
+/// `GET /metrics` for the app: the pipeline's counters in Prometheus text format.
 ///
 /// The counters are read from ``ImageDatabase/stats()`` at each scrape; Prometheus counters only
 /// go up, so each scrape adds what happened since the last one. Thread-safe.

@@ -10,10 +10,10 @@ import Hummingbird
 import HTTPTypes
 
 /// What the web app's controllers share. Immutable and `Sendable`: the state lives in the model
-/// (an actor) and the database (a global actor).
+/// (an actor) and the pipeline (a global actor).
 struct AppServices: Sendable {
     let model: EmojiArtModel
-    let database: ImagePipeline
+    let pipeline: ImagePipeline
     let templates: MustacheLibrary
     /// The processor of every variant the routes serve: each route's box at each density, in
     /// each offered format.
@@ -70,7 +70,7 @@ struct AppServices: Sendable {
     /// What runs beside the server, as `Service`s of the app (stopped at its graceful shutdown).
     /// (A service that returns ends the app: the warm-up runs only with a budget.)
     var backgroundServices: [any Service] {
-        [statsBroadcast] + (warmUpBudget > 0 ? [WarmUp(services: self)] : []) + [WritesAtShutdown(database: database)]
+        [statsBroadcast] + (warmUpBudget > 0 ? [WarmUp(services: self)] : []) + [WritesAtShutdown(pipeline: pipeline)]
     }
 
     /// The field an edge in front names a request's client in (``clientAddressFromEdge``).
@@ -192,7 +192,7 @@ struct AppServices: Sendable {
 
     /// The toolbar's counters now, by the names the templates use.
     func counters() async -> [String: Int] {
-        let stats = await database.stats()
+        let stats = await pipeline.stats()
         return [
             "memoryHits": stats.memoryHits, "diskHits": stats.diskHits, "originFetches": stats.originFetches,
             "revalidations": stats.revalidations, "refreshed": stats.refreshed, "staleAnswers": stats.staleAnswers,
@@ -203,10 +203,10 @@ struct AppServices: Sendable {
 /// At the app's graceful shutdown, waits for the disk writes of images already answered
 /// (answers do not wait for them), so a stopped app leaves every answered image on disk.
 struct WritesAtShutdown: Service {
-    let database: ImagePipeline
+    let pipeline: ImagePipeline
 
     func run() async throws {
         try? await gracefulShutdown()
-        await database.flush()
+        await pipeline.flush()
     }
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// fetch, or a move of the count of variants left to make in the background: at most ten a
 /// second, made once for every stream (``StatsBroadcast``).
 ///
-/// Each stream follows the model's and the database's live values; it ends when its client closes
+/// Each stream follows the model's and the pipeline's live values; it ends when its client closes
 /// the connection (`FastLaneHTTP1Channel.connectionEnd`: at once, so a client that opens and drops
 /// streams in a loop holds no slot; a client gone without a word is found at the next write, and
 /// each stream writes a comment line every ``AppServices/eventStreamHeartbeat``), when it has

@@ -18,7 +18,7 @@ struct OpsController<Context: RequestContext>: Sendable {
             return Self.json(String(decoding: try encoder.encode(await services.stats()), as: UTF8.self))
         }
         routes.get("metrics") { _, _ in
-            let text = services.metrics.exposition(await services.database.stats(), signatureFailures: services.model.signatureFailures.value)
+            let text = services.metrics.exposition(await services.pipeline.stats(), signatureFailures: services.model.signatureFailures.value)
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
@@ -37,7 +37,7 @@ struct OpsController<Context: RequestContext>: Sendable {
     }
 }
 
-/// What `GET /stats` and the event stream's `stats` events carry: the database's counts
+/// What `GET /stats` and the event stream's `stats` events carry: the pipeline's counts
 /// (``ImageDatabase/stats()``, its fields at the top level), `backgroundEncodes`, the variants
 /// being made in the background or waiting to be (a stand-in's better format, see
 /// ``ServedFormat/isQuickToEncode``, and the warm-up's), and `warmUp`, the warm-up's progress
@@ -47,7 +47,7 @@ struct OpsController<Context: RequestContext>: Sendable {
 /// until `backgroundEncodes` is 0: its better format was then made, or its making failed (the
 /// encode was listed before the stand-in was sent).
 struct AppStats: Encodable {
-    let database: ImagePipeline.Stats
+    let pipeline: ImagePipeline.Stats
     let backgroundEncodes: Int
     let warmUp: WarmUp.Progress
 
@@ -55,16 +55,16 @@ struct AppStats: Encodable {
         case backgroundEncodes, warmUp
     }
 
-    /// The counts now: `database`'s, the variants `encoder` and `warmer` have to make, and the
+    /// The counts now: `pipeline`'s, the variants `encoder` and `warmer` have to make, and the
     /// warm-up's progress.
     @ImageDatabase static func now(
-        database: ImagePipeline, encoder: ImagePrefetcher, warmer: ImagePrefetcher, warmUp: LiveValue<WarmUp.Progress>
+        pipeline: ImagePipeline, encoder: ImagePrefetcher, warmer: ImagePrefetcher, warmUp: LiveValue<WarmUp.Progress>
     ) -> AppStats {
-        AppStats(database: database.stats(), backgroundEncodes: encoder.count + warmer.count, warmUp: warmUp.value)
+        AppStats(pipeline: pipeline.stats(), backgroundEncodes: encoder.count + warmer.count, warmUp: warmUp.value)
     }
 
     func encode(to encoder: any Encoder) throws {
-        try database.encode(to: encoder)
+        try pipeline.encode(to: encoder)
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(backgroundEncodes, forKey: .backgroundEncodes)
         try container.encode(warmUp, forKey: .warmUp)
@@ -74,6 +74,6 @@ struct AppStats: Encodable {
 extension AppServices {
     /// The counts `/stats` and the `stats` events show.
     @ImageDatabase func stats() -> AppStats {
-        AppStats.now(database: database, encoder: encoder, warmer: warmer, warmUp: warmUp)
+        AppStats.now(pipeline: pipeline, encoder: encoder, warmer: warmer, warmUp: warmUp)
     }
 }

@@ -16,11 +16,11 @@ struct PageController<Context: RequestContext>: Sendable {
         routes.get("/", use: home)
         routes.get("pieces/:index", use: details)
         routes.post("cache/clear-memory") { request, _ in
-            await services.database.clearMemory()
+            await services.pipeline.clearMemory()
             return Self.back(request)
         }
         routes.post("cache/clear-disk") { request, _ in
-            await services.database.clearDisk()
+            await services.pipeline.clearDisk()
             services.forgetPrefetches()
             return Self.back(request)
         }

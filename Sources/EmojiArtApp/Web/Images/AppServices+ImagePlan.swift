@@ -7,7 +7,7 @@ import ImageCache
 import NIOCore
 
 extension AppServices {
-    /// What an image request needs: the piece's request through the database, or no such
+    /// What an image request needs: the piece's request through the pipeline, or no such
     /// piece, or a redirect to the current `v=`.
     enum ImagePlan {
         case notFound(String)
@@ -65,7 +65,7 @@ extension AppServices {
             prepared = PreparedAnswer(image: image, etag: etag, cacheControl: cacheControl)
             variants.keep(etag: etag, of: image, for: load.variant)
             // With the very bytes memory holds, if it still does (else made again next time).
-            database.memory.attach(prepared, toBytesOf: image, forKey: load.request.cacheKey)
+            pipeline.memory.attach(prepared, toBytesOf: image, forKey: load.request.cacheKey)
         }
         let notModified = ifNoneMatch.map { ConditionalRequest.matches($0, etag: prepared.etag) } ?? false
         return prepared.answer(with: image, versioned: load.versioned && !provisional, notModified: notModified)

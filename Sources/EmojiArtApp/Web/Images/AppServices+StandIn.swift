@@ -12,7 +12,7 @@ extension AppServices {
             let format = ServedFormat.negotiate(accept, offered: offered)
             let candidate = VariantKind(route: kind.route, density: kind.density, format: format)
             guard case let .load(load) = plan(candidate, piece: piece, version: version) else { return nil }
-            if format.isQuickToEncode || database.isCached(load.request) { return load }
+            if format.isQuickToEncode || pipeline.isCached(load.request) { return load }
             offered.removeAll { $0 == format }
         }
     }

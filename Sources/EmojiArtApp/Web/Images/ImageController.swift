@@ -49,14 +49,14 @@ struct ImageController<Context: RequestContext>: Sendable {
             var load = plan
             var provisional = false
             // Not made yet in a format slow to encode: a stand-in now, the format in the background.
-            if !kind.format.isQuickToEncode, !services.database.isCached(plan.request),
+            if !kind.format.isQuickToEncode, !services.pipeline.isCached(plan.request),
                let standIn = services.standIn(for: kind, accept: request.headers[.accept], piece: piece, version: version) {
                 (load, provisional) = (standIn, true)
             }
             let image: Image
             do {
                 // Memory first (the lane missed, but a flight may have ended since), then the flight.
-                image = try await services.database.image(for: load.request)
+                image = try await services.pipeline.image(for: load.request)
             } catch ImagePipeline.Error.httpStatus(404, _) {
                 throw HTTPError(.notFound, message: "the gallery does not have piece \(load.piece)")
             } catch {
@@ -96,7 +96,7 @@ struct ImageController<Context: RequestContext>: Sendable {
             guard let target = ImageRoute.parse(request.target) else { return nil }
             let kind = VariantKind(route: target.route, density: target.density, format: services.format(accept: request.field("Accept")))
             guard case let .load(plan) = services.plan(kind, piece: target.piece, version: target.version) else { return nil }
-            guard let image = services.database.answerFromMemory(plan.variant.request) else { return nil }
+            guard let image = services.pipeline.answerFromMemory(plan.variant.request) else { return nil }
             return services.answer(plan, image: image, ifNoneMatch: request.field("If-None-Match"))
         }
     }

@@ -81,7 +81,7 @@ final class ServedVariant: Sendable {
     let key: ServedVariants.Key
     /// The feed entry's checksum this was made for.
     let checksum: String
-    /// The request through the database (high priority: a person is looking).
+    /// The request through the pipeline (high priority: a person is looking).
     let request: ImageRequest
     /// The `v=` of immutable URLs (see ``AppServices/version(_:processors:)``).
     let version: String

@@ -221,8 +221,8 @@ final class WarmUp: Service, Sendable {
     func warm(_ plan: [Piece]) async {
         let clock = ContinuousClock()
         let start = clock.now
-        let database = services.database
-        let budget = min(self.budget, database.configuration.memoryCostLimit / 2)
+        let pipeline = services.pipeline
+        let budget = min(self.budget, pipeline.configuration.memoryCostLimit / 2)
         let pixelBudget = services.warmUpPixelBudget
         progress.update { progress in
             progress = Progress(
@@ -232,7 +232,7 @@ final class WarmUp: Service, Sendable {
         }
         // Only a header is read here: the pixels an original would cost are known before anyone decodes it.
         let headers = Imaging(limits: Imaging.Limits(maxPixels: services.warmUpMaxSourcePixels))
-        let diskLimit = database.configuration.diskSizeLimit
+        let diskLimit = pipeline.configuration.diskSizeLimit
         var largestBatch = 1 << 20  // a margin before the first batch is measured
         var end = Progress.State.done
         var index = 0
@@ -241,9 +241,9 @@ final class WarmUp: Service, Sendable {
                 end = .cancelled
                 break
             }
-            let stats = await database.stats()
+            let stats = await pipeline.stats()
             let (bytes, diskBytes) = (progress.value.bytes, stats.diskBytes + stats.pendingWriteBytes)
-            if bytes >= budget || (database.disk != nil && diskBytes + 2 * largestBatch >= diskLimit) {
+            if bytes >= budget || (pipeline.disk != nil && diskBytes + 2 * largestBatch >= diskLimit) {
                 end = .stopped
                 break
             }
@@ -251,7 +251,7 @@ final class WarmUp: Service, Sendable {
             var refused = 0
             var overBudget = false
             for piece in plan[index..<min(index + Self.batchPieces, plan.count)] {
-                switch await Self.sourcePixels(of: piece, in: database, headers: headers) {
+                switch await Self.sourcePixels(of: piece, in: pipeline, headers: headers) {
                 case .refused:
                     refused += piece.requests.count
                     continue
@@ -275,7 +275,7 @@ final class WarmUp: Service, Sendable {
             } onCancel: { [prefetcher] in
                 Task { @ImageDatabase in prefetcher.stopPrefetching(with: batch) }
             }
-            let batchBytes = batch.reduce(0) { $0 + (database.memory.peek($1.cacheKey)?.byteCount ?? 0) }
+            let batchBytes = batch.reduce(0) { $0 + (pipeline.memory.peek($1.cacheKey)?.byteCount ?? 0) }
             largestBatch = max(largestBatch, batchBytes)
             progress.update { progress in
                 progress.made += made
@@ -312,8 +312,8 @@ final class WarmUp: Service, Sendable {
 
     /// The pixels of `piece`'s original, read from its header as the cache holds it (`headers`'
     /// limits: an original over them is ``SourcePixels/refused``), before anything decodes it.
-    static func sourcePixels(of piece: Piece, in database: ImagePipeline, headers: Imaging) async -> SourcePixels {
-        guard let original = await database.cachedImage(forKey: piece.source.cacheKey) else { return .unknown }
+    static func sourcePixels(of piece: Piece, in pipeline: ImagePipeline, headers: Imaging) async -> SourcePixels {
+        guard let original = await pipeline.storedImage(forKey: piece.source.cacheKey) else { return .unknown }
         do {
             let info = try headers.probe(original.data)
             return .pixels(info.width * info.height)
