@@ -90,11 +90,12 @@ bench-peers:
 	    "pyvips[binary]>=3" "pyvips-binary==$(LIBVIPS_VERSION)"; }
 	@$(PEER_ENGINE) .build-bench/vips-binary-venv binary
 
-## make trace: what one cold thumbnail request and one memory hit of the app run and how they
-## synchronize (code regions of Sources/ by module; locks by the type holding the Mutex, actor hops,
-## atomic read-modify-writes), counted in a build with code coverage (.build-trace/), beside the
-## baseline in scripts/trace-baseline.json and its targets. `make trace ARGS=--check` exits 1 when a
-## target is not met; ARGS=--burst counts contended locks under the 1,000-variant burst instead.
+## make trace: what one cold thumbnail request, one memory hit and one disk hit of the app run, how
+## they synchronize and what they allocate (code regions of Sources/ by module; locks by the type
+## holding the Mutex, actor hops, atomic read-modify-writes; heap allocations), counted in a build
+## with code coverage (.build-trace/), beside the baseline in scripts/trace-baseline.json and against
+## the budgets in scripts/trace-budgets.json. `make trace ARGS=--check` (CI) exits 1 when a figure is
+## more than 5% over its budget; ARGS=--burst counts contended locks under the 1,000-variant burst.
 trace: bootstrap
 	scripts/trace $(ARGS)
 

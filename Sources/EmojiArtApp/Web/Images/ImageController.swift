@@ -7,7 +7,7 @@ import NIOCore
 
 /// `GET /thumbs/N` (200 px box) and `GET /large/N` (600 px box), and their 2x variants
 /// `/thumbs/2x/N` and `/large/2x/N` (boxes twice as large, never larger than the original):
-/// variants of piece N through the ``ImageDatabase``, in the format the request's `Accept`
+/// variants of piece N through the app's ``ImagePipeline``, in the format the request's `Accept`
 /// names (``ServedFormat``); `HEAD` too.
 ///
 /// Each answer carries `Vary: Accept` and a strong `ETag` (the SHA-256 of its bytes: each format
