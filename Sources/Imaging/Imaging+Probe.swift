@@ -15,6 +15,12 @@ extension Imaging {
         try withBytes(data) { (bytes) throws(Error) in try probe(bytes) }
     }
 
+    /// ``probe(_:)`` of bytes read in place (a server's buffer, an image cache's): nothing copied.
+    /// - Throws: what ``probe(_:)`` throws.
+    public func probe(bytes: UnsafeRawBufferPointer) throws(Error) -> ImageInfo {
+        try probe(bytes)
+    }
+
     /// Shared by `probe` and `thumbnail`: every check that needs no pixels.
     func probe(_ bytes: UnsafeRawBufferPointer) throws(Error) -> ImageInfo {
         try Self.start()

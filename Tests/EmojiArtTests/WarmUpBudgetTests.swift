@@ -68,6 +68,22 @@ import TestSupport
         }
     }
 
+    /// The catalog page's background work is bounded as the warm-up's is: a page load prefetches
+    /// the details variant only of originals within the largest the warm-up decodes, read from
+    /// their headers (a hostile gallery's 49-megapixel art cost 9 CPU-seconds a first page load).
+    @Test func aCatalogPageLoadPrefetchesNoDetailsOfAnOriginalOverTheLimit() async throws {
+        try await withGallery { galleryURL, pipeline in
+            for (limit, expected) in [(Self.piecePixels - 1, 0), (Self.piecePixels, 4)] {
+                let (model, services) = try services(galleryURL, pipeline) { $0.warmUpMaxSourcePixels = limit }
+                await model.loadAndVerify()
+                let pieces = await model.entries.filter { $0.status == .verified }.compactMap(\.file.pieceNumber)
+                let requests = await services.detailRequests(of: Array(Set(pieces)).sorted().prefix(4).map { $0 }, format: .png)
+                #expect(requests.count == expected, "\(limit) pixels at most: \(requests.count) details prefetched")
+                #expect(await pipeline.stats().scheduling.processing.started == 0, "a header was read by decoding")
+            }
+        }
+    }
+
     /// A new edition within the interval of the last start waits (`deferred`), and starts, planned
     /// afresh, once the interval has passed on the warm-up's clock: an edition a second cannot
     /// have every instance decode its catalog a second.

@@ -113,10 +113,25 @@ struct AppServices: Sendable {
 
     /// Prefetches the details variants (1x, in `format`) of `pieces`.
     func prefetchDetails(of pieces: [Int], format: ServedFormat) async {
-        let kind = VariantKind(route: .large, density: 1, format: format)
-        let requests = pieces.compactMap { variant(piece: $0, kind: kind)?.request }
         // Held already, or loading: skipped by the prefetcher; loading for somebody: joined.
-        await prefetcher.startPrefetching(with: requests)
+        await prefetcher.startPrefetching(with: await detailRequests(of: pieces, format: format))
+    }
+
+    /// The details variants ``prefetchDetails(of:format:)`` makes in the background: bounded as the
+    /// warm-up's work is, only of originals held and within ``warmUpMaxSourcePixels`` by their
+    /// headers (read in place; nothing decoded). A larger one is made when somebody asks for it.
+    func detailRequests(of pieces: [Int], format: ServedFormat) async -> [ImageRequest] {
+        let kind = VariantKind(route: .large, density: 1, format: format)
+        let headers = Imaging(limits: Imaging.Limits(maxPixels: warmUpMaxSourcePixels))
+        var requests: [ImageRequest] = []
+        for piece in pieces {
+            guard let request = variant(piece: piece, kind: kind)?.request,
+                  let original = await pipeline.storedImage(forKey: request.original.cacheKey),
+                  (try? original.withUnsafeBytes({ try headers.probe(bytes: $0) })) != nil
+            else { continue }
+            requests.append(request)
+        }
+        return requests
     }
 
     /// Forgets the kept catalog pages (the disk was cleared): the next catalog load renders

@@ -315,7 +315,7 @@ final class WarmUp: Service, Sendable {
     static func sourcePixels(of piece: Piece, in pipeline: ImagePipeline, headers: Imaging) async -> SourcePixels {
         guard let original = await pipeline.storedImage(forKey: piece.source.cacheKey) else { return .unknown }
         do {
-            let info = try headers.probe(original.data)
+            let info = try original.withUnsafeBytes { try headers.probe(bytes: $0) }
             return .pixels(info.width * info.height)
         } catch {
             return .refused
