@@ -16,6 +16,11 @@ public struct EncodedImage: Sendable, Hashable {
         self.height = height
         self.mimeType = mimeType
     }
+
+    /// An encoded image of `lent`'s bytes, copied out of libvips' buffer.
+    public init(copying lent: EncodedBytes) {
+        self.init(data: [UInt8](lent.bytes), width: lent.width, height: lent.height, mimeType: lent.mimeType)
+    }
 }
 
 /// An encoded image's bytes where libvips wrote them, lent to a closure by the `Imaging` calls

@@ -166,15 +166,7 @@ extension Imaging {
     /// - Throws: ``Error/invalidArgument(_:)`` for a box larger than `shrunk`'s or an encoder
     ///   setting out of range, ``Error/encodeFailed(format:detail:)``.
     public func thumbnail(of shrunk: ShrunkImage, fitting size: Int, format: OutputFormat = .png) throws(Error) -> EncodedImage {
-        try Self.check(width: size, height: size, format: format)
-        guard size <= shrunk.box else {
-            throw .invalidArgument("a thumbnail of \(size) px cannot be made from pixels shrunk to \(shrunk.box) px: shrink to the largest box first")
-        }
-        let info = shrunk.original
-        let failure = { (detail: String) in Error.encodeFailed(format: format.description, detail: detail) }
-        let image = try shrunk.pixels(fitting: size) { () throws(Error) -> VipsImage in try Self.resized(shrunk, fitting: size, failure: failure) }
-        let encoded = try image.encode(format, png: .thumbnail(of: info), failure: failure)
-        return EncodedImage(data: encoded, width: image.width, height: image.height, mimeType: format.mimeType)
+        try thumbnail(of: shrunk, fitting: size, format: format, EncodedImage.init(copying:))
     }
 
     /// ``thumbnail(of:fitting:format:)``, handing `body` the encoded output in libvips' own

@@ -29,9 +29,7 @@ extension Imaging {
     /// Makes a thumbnail that fits inside `width` x `height`; see ``thumbnail(_:fitting:format:)``.
     public func thumbnail(_ data: [UInt8], width: Int, height: Int, format: OutputFormat = .png) throws(Error) -> EncodedImage {
         try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
-            try thumbnail(bytes, width: width, height: height, format: format) {
-                EncodedImage(data: [UInt8]($0.bytes), width: $0.width, height: $0.height, mimeType: $0.mimeType)
-            }
+            try thumbnail(bytes, width: width, height: height, format: format, EncodedImage.init(copying:))
         }
     }
 

@@ -194,15 +194,15 @@ import TestSupport
         let fetcher = ThreadHoldingFetcher()
         let pipeline = ImagePipeline(configuration: .init(fetcher: fetcher))
         let loading = Task { try await pipeline.image(for: ImageRequest(url: URL(string: "http://127.0.0.1:9/a.png")!)) }
-        await reach(fetcher.entered, 1)
+        await reach(fetcher.thread.entered, 1)
         // The fetch holds a thread, not the actor: the actor's bookkeeping answers meanwhile
         // (were the fetch on it, this would wait until the fetcher gives up after a minute).
         #expect(await pipeline.stats().scheduling.downloads.running == 1)
         #expect(await pipeline.waiterCount(forKey: "http://127.0.0.1:9/a.png") == 1)
-        fetcher.release()
+        fetcher.thread.release()
         let image = try await loading.value
         #expect(image.data == pngTagged("held"))
-        #expect(!fetcher.wasStuck, "the fetch held the actor")
+        #expect(!fetcher.thread.wasStuck, "the fetch held the actor")
     }
 
     @Test func theActorRunsWhileAProcessorHoldsItsThread() async throws {
@@ -213,40 +213,46 @@ import TestSupport
             let pipeline = ImagePipeline()
             let url = base.appendingPathComponent("images/a")
             let loading = Task { try await pipeline.image(for: ImageRequest(url: url, processor: processor)) }
-            await reach(processor.entered, 1)
+            await reach(processor.thread.entered, 1)
             #expect(await pipeline.stats().scheduling.processing.running == 1)
-            processor.release()
+            processor.thread.release()
             let image = try await loading.value
             #expect(image.data == payload(1).reversed())
-            #expect(!processor.wasStuck, "the processor held the actor")
+            #expect(!processor.thread.wasStuck, "the processor held the actor")
         }
     }
 }
 
-/// A fetcher that runs where its caller runs (`nonisolated(nonsending)`, as every fetcher is in
-/// the next language mode) and holds that thread (not merely suspends) until released, then
-/// answers a small PNG-tagged payload: called on the `ImageDatabase` actor, it would hold the
-/// actor. A fault double: the one way to see which executor the pipeline calls a fetch on.
-final class ThreadHoldingFetcher: ImageFetching {
+/// Holds the thread that calls ``hold()`` (blocks it, not merely suspends) until ``release()``,
+/// a minute at most: what the doubles below do where they are called. A call that had to give up
+/// after the minute is remembered (``wasStuck``): what a call on the actor does to a test that
+/// releases it only once the actor answers, and a regression then fails instead of stopping every
+/// thread of the process.
+final class ThreadHold: Sendable {
     let entered = LiveValue(0)
     private let permits = DispatchSemaphore(value: 0)
+    private let stuck = Mutex(false)
+    var wasStuck: Bool { stuck.withLock { $0 } }
+
     func release() { permits.signal() }
 
-    nonisolated(nonsending) func fetch(_ request: ImageRequest) async throws -> Image {
+    /// Synchronous on purpose: it holds the calling thread.
+    func hold() {
         entered.update { $0 += 1 }
-        waitForPermit()
-        return Image(data: pngTagged("held"), contentType: "image/png")
-    }
-
-    /// Whether a call held its thread for a whole minute without being released: what a call
-    /// on the actor does to a test that releases it only once the actor answers.
-    var wasStuck: Bool { stuck.withLock { $0 } }
-    private let stuck = Mutex(false)
-
-    /// Synchronous on purpose: it holds the calling thread (a minute at most, so that a
-    /// regression fails the test instead of stopping every thread of the process).
-    private func waitForPermit() {
         if permits.wait(timeout: .now() + 60) == .timedOut { stuck.withLock { $0 = true } }
+    }
+}
+
+/// A fetcher that runs where its caller runs (`nonisolated(nonsending)`, as every fetcher is in
+/// the next language mode) and holds that thread until released, then answers a small
+/// PNG-tagged payload: called on the `ImageDatabase` actor, it would hold the actor. A fault
+/// double: the one way to see which executor the pipeline calls a fetch on.
+final class ThreadHoldingFetcher: ImageFetching {
+    let thread = ThreadHold()
+
+    nonisolated(nonsending) func fetch(_ request: ImageRequest) async throws -> Image {
+        thread.hold()
+        return Image(data: pngTagged("held"), contentType: "image/png")
     }
 }
 
@@ -254,24 +260,10 @@ final class ThreadHoldingFetcher: ImageFetching {
 /// reverses the bytes: as ``ThreadHoldingFetcher``, for the processing stage.
 final class CallerThreadHoldingProcessor: ImageProcessing {
     let identifier = "held-in-place"
-    let entered = LiveValue(0)
-    private let permits = DispatchSemaphore(value: 0)
-    func release() { permits.signal() }
+    let thread = ThreadHold()
 
     nonisolated(nonsending) func process(_ image: Image) async throws -> Image {
-        entered.update { $0 += 1 }
-        waitForPermit()
+        thread.hold()
         return Image(data: image.data.reversed(), contentType: image.contentType)
-    }
-
-    /// Whether a call held its thread for a whole minute without being released: what a call
-    /// on the actor does to a test that releases it only once the actor answers.
-    var wasStuck: Bool { stuck.withLock { $0 } }
-    private let stuck = Mutex(false)
-
-    /// Synchronous on purpose: it holds the calling thread (a minute at most, so that a
-    /// regression fails the test instead of stopping every thread of the process).
-    private func waitForPermit() {
-        if permits.wait(timeout: .now() + 60) == .timedOut { stuck.withLock { $0 = true } }
     }
 }
