@@ -31,7 +31,8 @@ public final class ShrunkImage: @unchecked Sendable {
         /// first): each box is the thumbnail of the original itself.
         case whole
         /// Shrunk to the box as ``Imaging/thumbnail(_:fitting:format:)`` shrinks it (JPEG, WebP,
-        /// AVIF: shrunk on load, then resized), alpha or not, in the loader's sample format.
+        /// AVIF: shrunk on load, then resized; a PNG or GIF too large to keep whole: decoded once,
+        /// streaming), alpha or not, in the loader's sample format.
         case shrunk
     }
 
@@ -88,7 +89,8 @@ extension Imaging {
     /// (every format, the 1x of a 2x) at the cost of its resize and encode alone. A PNG or GIF is
     /// kept whole (it has no shrink-on-load, so shrinking first would save nothing and a second
     /// resize would ring): its pixels take `width x height x bands x bytes a sample`
-    /// (``shrinkCost(of:fitting:)`` says how much before).
+    /// (``shrinkCost(of:fitting:)`` says how much before). One too large to keep whole (see
+    /// ``shrink(_:fitting:keepingAtMost:)``) is decoded once, streaming, and kept shrunk to the box.
     ///
     /// At `size`, either way, a thumbnail is the image ``thumbnail(_:fitting:format:)`` makes.
     /// Loading is strict: a truncated or corrupt input fails here. Synchronous CPU work; safe to
@@ -99,9 +101,11 @@ extension Imaging {
         try shrink(data, fitting: size, keepingAtMost: .max)!
     }
 
-    /// ``shrink(_:fitting:)``, or `nil` (nothing decoded) when what it would keep takes more than
-    /// `byteLimit` bytes (``shrinkCost(of:fitting:)``: only a PNG or GIF, kept whole, can). A
-    /// thumbnail of it made with ``thumbnail(_:fitting:format:)`` is the same image, streamed.
+    /// ``shrink(_:fitting:)`` within `byteLimit` bytes: a PNG or GIF whose whole pixels would take
+    /// more (``shrinkCost(of:fitting:)``) is decoded once, streaming, and kept shrunk to the box as
+    /// a JPEG is, so its variants cost one decode however many are made (at the box, the image
+    /// ``thumbnail(_:fitting:format:)`` makes; a smaller box is resized from it, within a fraction
+    /// of a level). `nil` (nothing decoded) only when even the box's pixels would take more.
     /// - Throws: what ``shrink(_:fitting:)`` throws.
     public func shrink(_ data: [UInt8], fitting size: Int, keepingAtMost byteLimit: Int) throws(Error) -> ShrunkImage? {
         try withBytes(data) { (bytes) throws(Error) -> ShrunkImage? in try shrink(bytes, fitting: size, keepingAtMost: byteLimit) }
@@ -113,8 +117,7 @@ extension Imaging {
         try Self.check(width: size, height: size, format: .png)
         let info = try probe(bytes)
         let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
-        let whole = info.format == .png || info.format == .gif
-        if whole, Self.shrinkCost(of: info, fitting: size) > byteLimit { return nil }
+        let whole = (info.format == .png || info.format == .gif) && Self.shrinkCost(of: info, fitting: size) <= byteLimit
         if whole {
             // No shrink-on-load: kept whole, every box is made from the original's own pixels.
             guard let loaded = cvips_image_new_from_buffer(bytes.baseAddress!, bytes.count, "fail_on=truncated") else {
@@ -124,6 +127,8 @@ extension Imaging {
             let pixels = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(lazy.pointer, $0) }
             return ShrunkImage(original: info, box: size, pixels: pixels, form: .whole)
         }
+        let (width, height) = Self.fittedSize(width: info.width, height: info.height, boxWidth: size, boxHeight: size)
+        if width * height * max(1, info.bands) * 2 > byteLimit { return nil }
         let mutableBase = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
         let lazy = try VipsImage.make("thumbnail", failure: corrupt) {
             cvips_thumbnail_buffer(mutableBase, bytes.count, $0, Int32(size), Int32(size), "fail_on=truncated")

@@ -103,4 +103,23 @@ import Testing
         }
         #expect(small.counts.made == 0 && large.counts.made == 1)
     }
+
+    /// Issue 48: a PNG too large to keep whole was decoded once per variant (six times a piece).
+    /// Now it is decoded once, streaming, and kept shrunk to the box: every variant comes from
+    /// that one decode; at the box it is the thumbnail of the original, below it within 2 levels (measured: 1.1 at worst).
+    @Test func aPNGTooLargeToKeepWholeIsDecodedOnceAndKeptShrunk() async throws {
+        let original = try Self.art("🦊")
+        let imaging = Imaging()
+        let shrunkOnly = ShrunkOriginals(byteLimit: 600_000)  // the art whole: 1.4 MB; shrunk to 400 px: 533 KB
+        let whole = ShrunkOriginals()
+        let variants: [(Int, OutputFormat)] = [(400, .png), (400, .webp(quality: 80, sharpYUV: false)), (200, .png), (200, .avif(quality: 60, effort: 2))]
+        for (size, format) in variants {
+            let fromShrunk = try await ThumbnailProcessor(size: size, format: format, shrinkBox: 400, sharing: shrunkOnly).process(original)
+            let fromWhole = try await ThumbnailProcessor(size: size, format: format, shrinkBox: 400, sharing: whole).process(original)
+            #expect(fromShrunk.pixelSize == fromWhole.pixelSize, "\(size) \(format)")
+            let difference = try imaging.meanAbsoluteDifference(fromShrunk.data, fromWhole.data)
+            #expect(difference <= (size == 400 ? 0.01 : 2.0), "\(size) \(format): \(difference) levels")
+        }
+        #expect(shrunkOnly.counts.made == 1 && shrunkOnly.counts.reused == variants.count - 1, "\(shrunkOnly.counts)")
+    }
 }

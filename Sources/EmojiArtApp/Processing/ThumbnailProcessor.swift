@@ -99,10 +99,12 @@ public struct ThumbnailProcessor: ImageProcessing {
 /// (the warm-up asks for a piece's six at once), so a few megabytes hold them.
 ///
 /// One decode, however many ask at once: the first decodes, the others wait for its pixels
-/// (holding their processing slot, not a thread). A PNG or GIF too large to keep
-/// (``Imaging/shrinkCost(of:fitting:)`` over ``byteLimit``) is not decoded whole at all: each
-/// variant is made from the original, streaming, with the same bytes. Processors sharing a store
-/// should share their `Imaging.Limits`. Thread-safe: one `Mutex`.
+/// (holding their processing slot, not a thread). A PNG or GIF too large to keep whole
+/// (``Imaging/shrinkCost(of:fitting:)`` over ``byteLimit``) is decoded once, streaming, and kept
+/// shrunk to the box, as a JPEG is: its variants cost one decode, not one each. Only an original
+/// whose box alone would not fit is not kept: each variant is then made from the original,
+/// streaming, with the same bytes. Processors sharing a store should share their `Imaging.Limits`.
+/// Thread-safe: one `Mutex`.
 public final class ShrunkOriginals: Sendable {
     /// The most bytes of pixels kept: each entry counts its pixels and its boxes' (at least
     /// 64 KiB, for what libvips keeps beside the pixels).
@@ -144,8 +146,8 @@ public final class ShrunkOriginals: Sendable {
     public var counts: (made: Int, reused: Int) { state.withLock { ($0.made, $0.reused) } }
 
     /// `original` decoded for `box`: kept, being decoded (waited for), or decoded now with
-    /// `imaging` and kept; `nil` for a PNG or GIF too large to keep, whose variants are made from
-    /// the original itself.
+    /// `imaging` and kept (a PNG or GIF too large to keep whole, shrunk to the box); `nil` when
+    /// even the box's pixels would not fit, whose variants are made from the original itself.
     /// - Throws: what ``Imaging/shrink(_:fitting:)`` throws (to every caller waiting for the
     ///   same decode).
     public func shrunk(_ original: ImageCache.Image, fitting box: Int, imaging: Imaging) async throws -> ShrunkImage? {
