@@ -53,10 +53,10 @@ extension RequestDecoder {
             plan.enlarge = try Self.boolean(Self.first(option), option)
         case "extend", "ex":
             try Self.limit(option, to: 4)
-            plan.extend = try Self.extend(arguments, option, current: plan.extend)
+            plan.extend = try extend(arguments, option, current: plan.extend)
         case "gravity", "g":
             try Self.limit(option, to: 3)
-            plan.gravity = try Self.gravity(arguments, option, allowSmart: true)
+            plan.gravity = try gravity(arguments, option, allowSmart: true)
         case "crop", "c":
             try Self.limit(option, to: 5)
             guard arguments.count >= 2 else {
@@ -67,8 +67,8 @@ extension RequestDecoder {
             for size in [width, height] where size < 0 || size > Double(configuration.maxDimension) {
                 throw .outOfRange(option: String(name), argument: Self.format(size), range: "0...\(configuration.maxDimension)")
             }
-            let gravity = arguments.count > 2 ? try Self.gravity(Array(arguments[2...]), option, allowSmart: true) : nil
-            plan.crop = width == 0 && height == 0 && gravity == nil ? nil : .init(width: width, height: height, gravity: gravity)
+            let cropGravity = arguments.count > 2 ? try gravity(Array(arguments[2...]), option, allowSmart: true) : nil
+            plan.crop = width == 0 && height == 0 && cropGravity == nil ? nil : .init(width: width, height: height, gravity: cropGravity)
         case "quality", "q":
             try Self.limit(option, to: 1)
             let argument = try Self.first(option)
@@ -161,7 +161,7 @@ extension RequestDecoder {
         if arguments.count > 1, !arguments[1].isEmpty { plan.height = try dimension(arguments[1], option) }
         if arguments.count > 2, !arguments[2].isEmpty { plan.enlarge = try Self.boolean(arguments[2], option) }
         if arguments.count > 3, !arguments[3].isEmpty {
-            plan.extend = try Self.extend(Array(arguments[3...]), option, current: plan.extend)
+            plan.extend = try extend(Array(arguments[3...]), option, current: plan.extend)
         }
     }
 
@@ -220,7 +220,7 @@ extension RequestDecoder {
     }
 
     private static func sigma(_ argument: Substring, _ option: Option) throws(ImageService.Error) -> Double? {
-        let sigma = try number(argument, option)
+        let sigma = try Self.number(argument, option)
         guard sigma >= 0, sigma <= maxSigma else {
             throw .outOfRange(option: String(option.name), argument: String(argument), range: "0...\(format(maxSigma))")
         }
@@ -228,7 +228,7 @@ extension RequestDecoder {
     }
 
     /// gravity's arguments: %type:%x_offset:%y_offset, `sm` alone, or `fp:%x:%y` in 0...1.
-    static func gravity(_ arguments: [Substring], _ option: Option, allowSmart: Bool) throws(ImageService.Error) -> Gravity {
+    func gravity(_ arguments: [Substring], _ option: Option, allowSmart: Bool) throws(ImageService.Error) -> Gravity {
         guard let type = arguments.first, !type.isEmpty else {
             throw .invalidArgument(option: String(option.name), argument: "", expected: "a gravity type")
         }
@@ -248,26 +248,30 @@ extension RequestDecoder {
             guard arguments.count == 3 else {
                 throw .invalidArgument(option: String(option.name), argument: arguments.joined(separator: ":"), expected: "fp:%x:%y")
             }
-            let x = try number(arguments[1], option)
-            let y = try number(arguments[2], option)
+            let x = try Self.number(arguments[1], option)
+            let y = try Self.number(arguments[2], option)
             for coordinate in [x, y] where !(0...1).contains(coordinate) {
-                throw .outOfRange(option: String(option.name), argument: format(coordinate), range: "0...1")
+                throw .outOfRange(option: String(option.name), argument: Self.format(coordinate), range: "0...1")
             }
             return Gravity(.focusPoint, x: x, y: y)
         default:
             guard arguments.count <= 3 else {
                 throw .tooManyArguments(option: String(option.name), count: arguments.count, limit: 3)
             }
-            let x = arguments.count > 1 && !arguments[1].isEmpty ? try number(arguments[1], option) : 0
-            let y = arguments.count > 2 && !arguments[2].isEmpty ? try number(arguments[2], option) : 0
+            let x = arguments.count > 1 && !arguments[1].isEmpty ? try Self.number(arguments[1], option) : 0
+            let y = arguments.count > 2 && !arguments[2].isEmpty ? try Self.number(arguments[2], option) : 0
+            let limit = Double(configuration.maxDimension)
+            for offset in [x, y] where abs(offset) > limit {
+                throw .outOfRange(option: String(option.name), argument: Self.format(offset), range: "-\(configuration.maxDimension)...\(configuration.maxDimension)")
+            }
             return Gravity(kind, x: x, y: y)
         }
     }
 
     /// extend's arguments: %extend:%gravity_type:%x_offset:%y_offset, where gravity is never `sm`.
-    private static func extend(_ arguments: [Substring], _ option: Option, current: ProcessingPlan.Extend) throws(ImageService.Error) -> ProcessingPlan.Extend {
+    private func extend(_ arguments: [Substring], _ option: Option, current: ProcessingPlan.Extend) throws(ImageService.Error) -> ProcessingPlan.Extend {
         var extend = current
-        if let enabled = arguments.first, !enabled.isEmpty { extend.enabled = try boolean(enabled, option) }
+        if let enabled = arguments.first, !enabled.isEmpty { extend.enabled = try Self.boolean(enabled, option) }
         if arguments.count > 1 {
             extend.gravity = try gravity(Array(arguments[1...]), option, allowSmart: false)
         }

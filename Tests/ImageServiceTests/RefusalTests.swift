@@ -33,7 +33,7 @@ import Testing
         Case("/_/w:1/plain/http://x/%FF.png", .invalidSourceURL("it is not UTF-8")),
         Case("/_/w:1/plain/http://x/%0A.png", .invalidSourceURL("it contains control characters")),
         Case("/_/w:1/aHR0cDovL3g+", .invalidBase64Source("aHR0cDovL3g+")),
-        Case("/_/w:1/aHR0cDovL3gx1", .invalidBase64Source("aHR0cDovL3gx1")),  // a length of 1 mod 4
+        Case("/_/w:1/aHR0cDovL3gxA", .invalidBase64Source("aHR0cDovL3gxA")),  // a length of 1 mod 4, its bits all zero
         Case("/_/w:1/aHR0cDovL3h", .invalidBase64Source("aHR0cDovL3h")),  // non-zero unused bits
         Case("/_/w:1/enc/abcdef", .encryptedSourceUnsupported),
         Case("/_/w:1/plain/http://x/a.png@bmp", .unsupportedFormat("bmp")),
@@ -76,6 +76,14 @@ import Testing
         ("g:fp:0.5", .invalidArgument(option: "g", argument: "fp:0.5", expected: "fp:%x:%y")),
         ("g:fp:1.5:0", .outOfRange(option: "g", argument: "1.5", range: "0...1")),
         ("g:fp:0:-0.1", .outOfRange(option: "g", argument: "-0.1", range: "0...1")),
+        ("g:no:4097", .outOfRange(option: "g", argument: "4097", range: "-4096...4096")),
+        ("g:no:0:-4096.5", .outOfRange(option: "g", argument: "-4096.5", range: "-4096...4096")),
+        ("ex:1:so:0:5000", .outOfRange(option: "ex", argument: "5000", range: "-4096...4096")),
+        ("ex:1:ce:0:0:9", .tooManyArguments(option: "ex", count: 5, limit: 4)),
+        ("rt:fit:1", .tooManyArguments(option: "rt", count: 2, limit: 1)),
+        ("fn:a:1:2", .tooManyArguments(option: "fn", count: 3, limit: 2)),
+        ("fn:a:maybe", .invalidArgument(option: "fn", argument: "maybe", expected: "a boolean (1, t, true, 0, f, false)")),
+        ("pr:sharp:nope", .unknownPreset("nope")),
         ("g:no:x", .invalidArgument(option: "g", argument: "x", expected: "a decimal number")),
         ("c:100", .invalidArgument(option: "c", argument: "100", expected: "a width and a height")),
         ("c:-1:10", .outOfRange(option: "c", argument: "-1", range: "0...4096")),
