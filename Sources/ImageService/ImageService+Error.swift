@@ -40,7 +40,7 @@ extension ImageService {
         case unknownPreset(String)
         /// A preset names itself, directly or through others.
         case recursivePreset(String)
-        /// A configured preset's own options are invalid; `underlying` says why.
+        /// A configured preset's own options are invalid, or it includes itself; `reason` says how.
         case invalidPreset(name: String, reason: String)
 
         /// What happened and what to do about it.
