@@ -23,7 +23,7 @@ extension ImageService {
         /// The source is encrypted (`/enc/`), an imgproxy Pro feature this service does not have.
         case encryptedSourceUnsupported
         /// More processing options than the decoder accepts.
-        case tooManyOptions(count: Int, limit: Int)
+        case tooManyOptions(limit: Int)
         /// No option of imgproxy has this name.
         case unknownOption(String)
         /// An imgproxy option this service does not implement.
@@ -66,8 +66,8 @@ extension ImageService {
                 "source URL is not usable: \(reason)"
             case .encryptedSourceUnsupported:
                 "encrypted source URLs (/enc/) are not supported: give the source in base64 or after /plain/"
-            case .tooManyOptions(let count, let limit):
-                "\(count) processing options, over the limit of \(limit)"
+            case .tooManyOptions(let limit):
+                "more than \(limit) processing options: use fewer, or a preset"
             case .unknownOption(let name):
                 "unknown processing option '\(name)': see imgproxy's processing options"
             case .unsupportedOption(let name):

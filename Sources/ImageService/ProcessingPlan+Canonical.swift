@@ -26,7 +26,7 @@ extension ProcessingPlan {
         if rotate != 0 { parts.append("rot:\(rotate)") }
         if let autoRotate { parts.append("ar:\(autoRotate ? 1 : 0)") }
         if let stripMetadata { parts.append("sm:\(stripMetadata ? 1 : 0)") }
-        if let cacheBuster { parts.append("cb:" + cacheBuster) }
+        if let cacheBuster { parts.append("cb:" + PercentEncoding.encode(cacheBuster)) }
         if let expires { parts.append("exp:\(expires)") }
         if let filename { parts.append("fn:" + Base64URL.encode(Array(filename.utf8)) + ":1") }
         var path = "/" + parts.joined(separator: "/") + "/plain/" + PercentEncoding.encode(source)

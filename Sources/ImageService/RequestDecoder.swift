@@ -52,7 +52,7 @@ public struct RequestDecoder: Sendable {
         self.configuration = configuration
         var presets: [String: [Option]] = [:]
         for (name, path) in configuration.presets {
-            presets[name] = path.split(separator: "/").map(Option.init)
+            presets[name] = path.split(separator: "/").map(Option.init(preset:))
         }
         self.presets = presets
         for name in presets.keys.sorted() {
@@ -88,12 +88,17 @@ public struct RequestDecoder: Sendable {
 
         // Options are the segments with a ':'; the first segment without one starts the source.
         let segments = signed.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        guard let sourceStart = segments.firstIndex(where: { !$0.contains(":") }) else {
-            throw .malformedPath(reason: "there is no source URL after the options")
+        var options: [Option] = []
+        var sourceStart = segments.startIndex
+        while sourceStart < segments.endIndex, let option = Option(segments[sourceStart]) {
+            options.append(option)
+            sourceStart += 1
+            guard options.count <= configuration.maxOptions else {
+                throw .tooManyOptions(limit: configuration.maxOptions)
+            }
         }
-        let optionCount = sourceStart - segments.startIndex
-        guard optionCount <= configuration.maxOptions else {
-            throw .tooManyOptions(count: optionCount, limit: configuration.maxOptions)
+        guard sourceStart < segments.endIndex else {
+            throw .malformedPath(reason: "there is no source URL after the options")
         }
         let (source, fileExtension) = try Self.source(from: segments[sourceStart...])
 
@@ -102,8 +107,8 @@ public struct RequestDecoder: Sendable {
         if presets["default"] != nil {
             try apply(preset: "default", to: &plan, used: &used)
         }
-        for segment in segments[..<sourceStart] {
-            try apply(Option(segment), to: &plan, used: &used)
+        for option in options {
+            try apply(option, to: &plan, used: &used)
         }
         if let fileExtension {  // the URL's extension wins over `format`, as in imgproxy
             guard let format = ProcessingPlan.Format(extension: fileExtension) else {
@@ -172,9 +177,29 @@ struct Option: Sendable {
     let name: Substring
     let arguments: [Substring]
 
-    init(_ segment: Substring) {
+    /// The option a path segment holds, or nil for a segment without a `:`, which starts the
+    /// source. As imgproxy 3 does, the segment is percent-decoded first when it decodes (so `%3A`
+    /// separates as `:` does), and read as written when it does not.
+    init?(_ segment: Substring) {
+        var segment = segment
+        if segment.contains("%"), let bytes = PercentEncoding.decode(segment),
+            let decoded = String(validating: bytes, as: UTF8.self)
+        {
+            segment = Substring(decoded)
+        }
         let parts = segment.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count > 1 else { return nil }
         name = parts[0]
         arguments = Array(parts.dropFirst())
+    }
+
+    /// A preset's segment: one without a `:` is an option without arguments, refused by name.
+    init(preset segment: Substring) {
+        if let option = Option(segment) {
+            self = option
+        } else {
+            name = segment
+            arguments = []
+        }
     }
 }

@@ -67,6 +67,10 @@ import Testing
         Case("strip_metadata:f") { $0.stripMetadata = false },
         Case("cb:v2") { $0.cacheBuster = "v2" },
         Case("cachebuster:2024-01") { $0.cacheBuster = "2024-01" },
+        Case("cb:a%2Fb%20c%25") { $0.cacheBuster = "a/b c%" },  // a segment is percent-decoded before it is split
+        Case("cb:100%") { $0.cacheBuster = "100%" },  // one that does not decode is read as written
+        Case("w%3A300") { $0.width = 300 },  // an encoded ':' separates too
+        Case("rs%3Afill%3A10:20") { $0.resizingType = .fill; $0.width = 10; $0.height = 20 },
         Case("exp:4102444800") { $0.expires = 4_102_444_800 },
         Case("expires:-1") { $0.expires = -1 },
         Case("fn:cat") { $0.filename = "cat" },

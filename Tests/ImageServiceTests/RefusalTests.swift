@@ -84,6 +84,7 @@ import Testing
         ("fn:a:1:2", .tooManyArguments(option: "fn", count: 3, limit: 2)),
         ("fn:a:maybe", .invalidArgument(option: "fn", argument: "maybe", expected: "a boolean (1, t, true, 0, f, false)")),
         ("pr:sharp:nope", .unknownPreset("nope")),
+        ("cb:a%3Ab", .tooManyArguments(option: "cb", count: 2, limit: 1)),  // %3A separates
         ("g:no:x", .invalidArgument(option: "g", argument: "x", expected: "a decimal number")),
         ("c:100", .invalidArgument(option: "c", argument: "100", expected: "a width and a height")),
         ("c:-1:10", .outOfRange(option: "c", argument: "-1", range: "0...4096")),
@@ -122,7 +123,7 @@ import Testing
             try decoder.plan(forPath: "/_/plain/http://x/" + String(repeating: "a", count: 23))
         }
         #expect(try decoder.plan(forPath: "/_/plain/http://x/" + String(repeating: "a", count: 22)).source.count == 31)
-        #expect(throws: ImageService.Error.tooManyOptions(count: 3, limit: 2)) {
+        #expect(throws: ImageService.Error.tooManyOptions(limit: 2)) {
             try decoder.plan(forPath: "/_/w:1/h:1/q:1/plain/http://x")
         }
         #expect(try decoder.plan(forPath: "/_/w:1/h:1/plain/http://x").height == 1)

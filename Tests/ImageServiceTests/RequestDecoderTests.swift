@@ -62,6 +62,7 @@ import Testing
         "rs:fill:300:400:1/g:fp:0.5:0.25/q:80/dpr:1.5",
         "s:10:20:t:1:so:3:4/c:0.5:100:we:1:2/bg:ff8800/bl:1.5/sh:0.25/rot:-90/ar:0/sm:t",
         "cb:v2/exp:4102444800/fn:My%20file/f:webp",
+        "cb:a%2Fb%40c%25/fn:x%2Fy",
         "fn:w6TDtsOcLnBuZw:1",
         "pr:thumb",
     ])
