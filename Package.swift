@@ -92,6 +92,14 @@ let package = Package(
             name: "HTTPCaching",
             swiftSettings: swiftSettings
         ),
+        // imgproxy's signed URLs decoded and checked into a canonical processing plan: issue 49.
+        .target(
+            name: "ImageService",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Built with `NonisolatedNonsendingByDefault` (the next language mode's rule: a nonisolated
         // async function runs on its caller's actor): what must run off the `ImageDatabase` actor
         // says so with `@concurrent`, and a test shows the actor free while it runs.
@@ -254,6 +262,12 @@ let package = Package(
         .testTarget(
             name: "HTTPCachingTests",
             dependencies: ["HTTPCaching"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ImageServiceTests",
+            dependencies: ["ImageService"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,92 @@
+extension ImageService {
+    /// Why a request path, a key or a processing option was refused; each case says what was
+    /// wrong and, in ``description``, what to do.
+    public enum Error: Swift.Error, Sendable, Hashable, CustomStringConvertible {
+        /// The path is longer than the decoder accepts.
+        case pathTooLong(length: Int, limit: Int)
+        /// The path is not `/<signature>/<options>/<source>`: `reason` says which part is missing.
+        case malformedPath(reason: String)
+        /// The signature is not URL-safe base64 of `expectedBytes` bytes.
+        case malformedSignature(String, expectedBytes: Int)
+        /// The signature is well formed but is not the HMAC of the path under the service's key.
+        case signatureMismatch
+        /// A key or salt given to a ``Signer`` is not usable.
+        case invalidKey(what: String, reason: String)
+        /// The signature size is outside 1...32 bytes.
+        case invalidSignatureSize(Int)
+        /// The base64 source URL does not decode.
+        case invalidBase64Source(String)
+        /// The plain source URL has a `%` not followed by two hex digits.
+        case invalidPercentEncoding(String)
+        /// The decoded source URL is not UTF-8 or is empty.
+        case invalidSourceURL(String)
+        /// The source is encrypted (`/enc/`), an imgproxy Pro feature this service does not have.
+        case encryptedSourceUnsupported
+        /// More processing options than the decoder accepts.
+        case tooManyOptions(limit: Int)
+        /// No option of imgproxy has this name.
+        case unknownOption(String)
+        /// An imgproxy option this service does not implement.
+        case unsupportedOption(String)
+        /// An option was given more arguments than it takes.
+        case tooManyArguments(option: String, count: Int, limit: Int)
+        /// An option's argument does not parse as what it must be.
+        case invalidArgument(option: String, argument: String, expected: String)
+        /// An option's argument parses but is outside its range.
+        case outOfRange(option: String, argument: String, range: String)
+        /// The format (from `format`, or the URL's extension) is not one the service writes.
+        case unsupportedFormat(String)
+        /// A preset named in the path is not configured.
+        case unknownPreset(String)
+        /// A preset names itself, directly or through others.
+        case recursivePreset(String)
+        /// A configured preset's own options are invalid, or it includes itself; `reason` says how.
+        case invalidPreset(name: String, reason: String)
+
+        /// What happened and what to do about it.
+        public var description: String {
+            switch self {
+            case .pathTooLong(let length, let limit):
+                "request path is \(length) bytes, over the limit of \(limit): shorten the options or the source URL"
+            case .malformedPath(let reason):
+                "request path is not /<signature>/<options>/<source>: \(reason)"
+            case .malformedSignature(let signature, let expectedBytes):
+                "signature '\(signature)' is not URL-safe base64 without padding of \(expectedBytes) bytes: sign the path with the service's key and salt"
+            case .signatureMismatch:
+                "signature does not match the path: sign the path after the signature with the service's key and salt"
+            case .invalidKey(let what, let reason):
+                "\(what) is not usable: \(reason); give it as an even number of hex digits"
+            case .invalidSignatureSize(let size):
+                "signature size \(size) is outside 1...32 bytes"
+            case .invalidBase64Source(let source):
+                "source '\(source)' is not URL-safe base64: encode the source URL, or give it after /plain/"
+            case .invalidPercentEncoding(let source):
+                "plain source '\(source)' has a '%' not followed by two hex digits: percent-encode the source URL"
+            case .invalidSourceURL(let reason):
+                "source URL is not usable: \(reason)"
+            case .encryptedSourceUnsupported:
+                "encrypted source URLs (/enc/) are not supported: give the source in base64 or after /plain/"
+            case .tooManyOptions(let limit):
+                "more than \(limit) processing options: use fewer, or a preset"
+            case .unknownOption(let name):
+                "unknown processing option '\(name)': see imgproxy's processing options"
+            case .unsupportedOption(let name):
+                "processing option '\(name)' is not supported by this service: remove it"
+            case .tooManyArguments(let option, let count, let limit):
+                "option '\(option)' has \(count) arguments, it takes at most \(limit)"
+            case .invalidArgument(let option, let argument, let expected):
+                "option '\(option)': '\(argument)' is not \(expected)"
+            case .outOfRange(let option, let argument, let range):
+                "option '\(option)': \(argument) is outside \(range)"
+            case .unsupportedFormat(let format):
+                "format '\(format)' is not supported: use jpg, png, webp, avif or gif"
+            case .unknownPreset(let name):
+                "preset '\(name)' is not configured: configure it or remove it from the path"
+            case .recursivePreset(let name):
+                "preset '\(name)' includes itself: fix the preset definitions"
+            case .invalidPreset(let name, let reason):
+                "preset '\(name)' is invalid: \(reason)"
+            }
+        }
+    }
+}
