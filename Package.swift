@@ -96,6 +96,7 @@ let package = Package(
         .target(
             name: "ImageService",
             dependencies: [
+                "HTTPCaching",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings

@@ -1,3 +1,4 @@
+import HTTPCaching
 extension ProcessingPlan {
     /// The plan as one imgproxy path after the signature, options in a fixed order with their
     /// short names, every value spelled one way and the source percent-encoded after `/plain/`:
@@ -19,7 +20,7 @@ extension ProcessingPlan {
         }
         if let quality { parts.append("q:\(quality)") }
         if let background {
-            parts.append("bg:" + Hex.encode([background.red, background.green, background.blue]))
+            parts.append("bg:" + Hex.lowercase([background.red, background.green, background.blue]))
         }
         if let blur { parts.append("bl:\(RequestDecoder.format(blur))") }
         if let sharpen { parts.append("sh:\(RequestDecoder.format(sharpen))") }

@@ -1,3 +1,4 @@
+import HTTPCaching
 /// Each imgproxy option applied to a plan, in the order the path gives them; a later option
 /// overrides an earlier one, as in imgproxy. Arguments are colon-separated; an omitted or empty
 /// argument keeps the current value.
@@ -287,7 +288,7 @@ extension RequestDecoder {
         case 1 where arguments[0].isEmpty:
             return nil
         case 1:
-            guard arguments[0].utf8.count == 6, let bytes = Hex.decode(arguments[0]) else {
+            guard arguments[0].utf8.count == 6, let bytes = Hex.bytes(arguments[0], count: 3) else {
                 throw .invalidArgument(option: String(option.name), argument: String(arguments[0]), expected: "a hex color of six digits")
             }
             return .init(red: bytes[0], green: bytes[1], blue: bytes[2])

@@ -1,4 +1,5 @@
 import Crypto
+import HTTPCaching
 
 /// Signs and checks request paths as imgproxy does: the signature is URL-safe base64 without
 /// padding of HMAC-SHA256(key, salt + path after the signature), truncated to ``signatureSize``
@@ -19,11 +20,11 @@ public struct Signer: Sendable {
     /// - Throws: ``ImageService/Error/invalidKey(what:reason:)`` or
     ///   ``ImageService/Error/invalidSignatureSize(_:)``.
     public init(keyHex: String, saltHex: String, signatureSize: Int = 32) throws(ImageService.Error) {
-        guard let key = Hex.decode(keyHex) else {
+        guard let key = Hex.bytes(keyHex, count: keyHex.utf8.count / 2) else {
             throw .invalidKey(what: "key", reason: "it is not hex")
         }
         guard !key.isEmpty else { throw .invalidKey(what: "key", reason: "it is empty") }
-        guard let salt = Hex.decode(saltHex) else {
+        guard let salt = Hex.bytes(saltHex, count: saltHex.utf8.count / 2) else {
             throw .invalidKey(what: "salt", reason: "it is not hex")
         }
         guard (1...32).contains(signatureSize) else { throw .invalidSignatureSize(signatureSize) }

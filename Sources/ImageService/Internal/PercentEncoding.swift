@@ -1,3 +1,4 @@
+import HTTPCaching
 /// Percent-decoding as Go's `url.PathUnescape` does it (imgproxy's plain sources): `%XX` becomes
 /// the byte, `+` stays `+`, a `%` without two hex digits after it is an error.
 enum PercentEncoding {
@@ -10,7 +11,7 @@ enum PercentEncoding {
             let character = utf8[index]
             if character == UInt8(ascii: "%") {
                 guard index + 2 < utf8.count,
-                    let high = Hex.nibble(utf8[index + 1]), let low = Hex.nibble(utf8[index + 2])
+                    let high = Hex.value(ofDigit: utf8[index + 1]), let low = Hex.value(ofDigit: utf8[index + 2])
                 else { return nil }
                 out.append(high << 4 | low)
                 index += 3
