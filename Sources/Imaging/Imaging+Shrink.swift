@@ -90,7 +90,7 @@ extension Imaging {
     /// kept whole (it has no shrink-on-load, so shrinking first would save nothing and a second
     /// resize would ring): its pixels take `width x height x bands x bytes a sample`
     /// (``shrinkCost(of:fitting:)`` says how much before). One too large to keep whole (see
-    /// ``shrink(_:fitting:keepingAtMost:)``) is decoded once, streaming, and kept shrunk to the box.
+    /// ``shrink(_:fitting:keepingAtMost:)-([UInt8],_,_)``) is decoded once, streaming, and kept shrunk to the box.
     ///
     /// At `size`, either way, a thumbnail is the image ``thumbnail(_:fitting:format:)`` makes.
     /// Loading is strict: a truncated or corrupt input fails here. Synchronous CPU work; safe to
@@ -111,7 +111,7 @@ extension Imaging {
         try withBytes(data) { (bytes) throws(Error) -> ShrunkImage? in try shrink(bytes, fitting: size, keepingAtMost: byteLimit) }
     }
 
-    /// ``shrink(_:fitting:keepingAtMost:)`` of `bytes` read in place: nothing of the input is
+    /// ``shrink(_:fitting:keepingAtMost:)-([UInt8],_,_)`` of `bytes` read in place: nothing of the input is
     /// copied (the pixels kept are libvips' own).
     public func shrink(_ bytes: UnsafeRawBufferPointer, fitting size: Int, keepingAtMost byteLimit: Int) throws(Error) -> ShrunkImage? {
         try Self.check(width: size, height: size, format: .png)
