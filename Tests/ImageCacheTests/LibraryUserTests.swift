@@ -42,6 +42,28 @@ import TestSupport
         }
     }
 
+    /// Bytes that are no image on disk (kept before the check, or planted under their own digest)
+    /// are not answered either: the entry is deleted, counted as damaged, and the image fetched.
+    @Test func anOriginalOnDiskThatIsNoImageIsDeletedAndFetchedAgain() async throws {
+        let origin = TestOrigin()
+        origin.set("a", .image(payload(1)))
+        try await origin.run { base in
+            let url = base.appendingPathComponent("images/a")
+            let text = Array("not an image".utf8)
+            let storage = DiskStorage(directory: directory.url, sizeLimit: 1 << 20, synchronizesWrites: false)
+            _ = try storage.setUp()
+            try storage.write(Image(data: text, contentType: "text/plain", originalSHA256: SHA256Hex.digest(text)), forKey: url.absoluteString)
+            let offline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false))
+            await #expect(throws: ImagePipeline.Error.notCached(url: url.absoluteString)) {
+                try await offline.image(for: ImageRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
+            }
+            #expect(await offline.stats().corruptEntries == 1)
+            let response = try await ImagePipeline(configuration: .init(diskDirectory: directory.url)).response(for: ImageRequest(url: url))
+            #expect(response.source == .network && response.image.data == payload(1))
+            #expect(origin.requests("a") == 1)
+        }
+    }
+
     @Test(arguments: [
         ("png", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]),
         ("jpeg", [0xFF, 0xD8, 0xFF, 0xE0, 0, 16]),

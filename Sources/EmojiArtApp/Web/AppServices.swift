@@ -112,9 +112,13 @@ struct AppServices: Sendable {
     }
 
     /// Prefetches the details variants (1x, in `format`) of `pieces`.
-    func prefetchDetails(of pieces: [Int], format: ServedFormat) async {
-        // Held already, or loading: skipped by the prefetcher; loading for somebody: joined.
-        await prefetcher.startPrefetching(with: await detailRequests(of: pieces, format: format))
+    func prefetchDetails(of pieces: [Int], format: ServedFormat) {
+        // Chosen off the page's answer (each original's header is read, from memory or disk),
+        // then started. Held already, or loading: skipped by the prefetcher; loading for
+        // somebody: joined.
+        Task(priority: .background) { [self] in
+            await prefetcher.startPrefetching(with: await detailRequests(of: pieces, format: format))
+        }
     }
 
     /// The details variants ``prefetchDetails(of:format:)`` makes in the background: bounded as the

@@ -110,7 +110,7 @@ struct PageController<Context: RequestContext>: Sendable {
             // In the format this browser's image requests will name: its page request's
             // `Accept` lists the image formats it takes too (Chromium's does; one that names
             // none gets the PNGs).
-            await services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
+            services.prefetchDetails(of: pieces.sorted(), format: services.format(accept: request.headers[.accept]))
         }
         if let ifNoneMatch = request.headers[.ifNoneMatch], ConditionalRequest.matches(ifNoneMatch, etag: rendered.etag) {
             return Self.html("", status: .notModified, etag: rendered.etag)

@@ -196,6 +196,14 @@ final class PipelineIO: Sendable {
         case let .missing(status, headers, expected):
             return missingLookup(status: status, headers: headers, expectedSHA256: expected, for: request)
         }
+        // An original is an image on disk as from the origin: bytes that begin as none (kept by a
+        // version before the check, or planted) are deleted and fetched again, never answered.
+        if request.processor == nil, !request.acceptsAnyData, entry.withUnsafeBytes({ ImageSignature.format(of: $0) }) == nil {
+            counters.corruptEntries.increment()
+            logger.warning("\(ImagePipeline.Error.corruptEntry(file: disk.fileName(forKey: key), reason: "its bytes are no image"))")
+            disk.remove(forKey: key)
+            return .miss
+        }
         if request.processor == nil, let named = entry.originalSHA256 ?? request.expectedSHA256 {
             // An original's bytes are checked against the digest stored with them (or, stored
             // without one, the request's), as a download's are against the feed's: bytes changed
