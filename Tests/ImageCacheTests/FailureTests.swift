@@ -129,8 +129,8 @@ import TestSupport
 
     @Test func bodyOverTheLimitStopsEarly() async throws {
         let origin = TestOrigin()
-        // Up to 1 GB in 64 KB writes, as fast as the client reads; the limit is 512 KB.
-        origin.set("endless", .stream(chunk: 65_536, chunks: 16_384))
+        // Up to 4 GiB in 64 KiB writes, as fast as the client reads; the limit is 512 KiB.
+        origin.set("endless", .stream(chunk: 65_536, chunks: 65_536))
         try await origin.run { (base) async throws in
             let pipeline = pipeline(fetcher: HTTPImageFetcher(maxBodySize: 512 * 1024))
             let request = ImageRequest(url: base.appendingPathComponent("images/endless"))
@@ -138,9 +138,10 @@ import TestSupport
             #expect(error == .bodyTooLarge(limit: 512 * 1024, url: request.url.absoluteString))
             // The server's body ends when the client goes away, or after the whole gigabyte. How
             // much it sends before it notices depends on the machine's load (buffers, scheduling),
-            // so the test asks only that the client did go away: far short of the whole body.
+            // so the test asks only that the client did go away: far short of the whole body (a
+            // busy machine has let 0.55 GB through before the close was seen).
             let streamed = try #require(await origin.nextStreamEnd())
-            #expect(streamed < 512 * 1024 * 1024, "the server streamed \(streamed) bytes: the client kept reading")
+            #expect(streamed < 2 << 30, "the server streamed \(streamed) bytes of 4 GiB: the client kept reading")
         }
     }
 
