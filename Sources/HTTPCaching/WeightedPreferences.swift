@@ -11,30 +11,30 @@
 ///
 /// Read in place, byte by byte, allocating nothing: the image routes read `Accept` on the event
 /// loop for every request.
-struct WeightedPreferences: Sequence {
+package struct WeightedPreferences: Sequence {
     /// One element of the list.
-    struct Element {
+    package struct Element {
         /// What it names, without the optional whitespace around it, in the case it was sent.
-        let name: Substring.UTF8View
+        package let name: Substring.UTF8View
         /// Its weight in thousandths, 0 to 1000; 0: not acceptable.
-        let weight: Int
+        package let weight: Int
 
         /// Whether ``name`` is `lowercase`, ignoring ASCII case (media types and content-codings
         /// are case-insensitive).
-        func names(_ lowercase: StaticString) -> Bool {
+        package func names(_ lowercase: StaticString) -> Bool {
             WeightedPreferences.matches(name, lowercase)
         }
     }
 
     /// The longest field read; no client sends more than a few hundred bytes.
-    static let maxLength = 2048
+    package static let maxLength = 2048
 
     /// The field, or nothing when it is longer than ``maxLength``.
     private let field: Substring.UTF8View
 
     /// The preferences of `field` (all its lines joined with commas); none for `nil` or for a
     /// field longer than ``maxLength``.
-    init(_ field: String?) {
+    package init(_ field: String?) {
         guard let field, field.utf8.count <= Self.maxLength else {
             self.field = Substring().utf8
             return
@@ -42,15 +42,15 @@ struct WeightedPreferences: Sequence {
         self.field = field.utf8[...]
     }
 
-    func makeIterator() -> Iterator {
+    package func makeIterator() -> Iterator {
         Iterator(rest: field)
     }
 
     /// Reads one element at a time from what is left of the field.
-    struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
         var rest: Substring.UTF8View
 
-        mutating func next() -> Element? {
+        package mutating func next() -> Element? {
             while !rest.isEmpty {
                 let end = WeightedPreferences.firstUnquoted(UInt8(ascii: ","), in: rest)
                 let element = rest[..<end]
@@ -66,7 +66,7 @@ struct WeightedPreferences: Sequence {
 
     /// The weight the parameters `parameters` (each after a `;`) give: the last `q`'s, 1000
     /// without one.
-    static func weight(of parameters: Substring.UTF8View) -> Int {
+    package static func weight(of parameters: Substring.UTF8View) -> Int {
         var weight = 1000
         var parameters = parameters
         while parameters.first == UInt8(ascii: ";") {
@@ -81,7 +81,7 @@ struct WeightedPreferences: Sequence {
     }
 
     /// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
-    static func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
+    package static func trimmed(_ text: Substring.UTF8View) -> Substring.UTF8View {
         var text = text
         while let first = text.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { text = text.dropFirst() }
         while let last = text.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { text = text.dropLast() }
@@ -91,7 +91,7 @@ struct WeightedPreferences: Sequence {
     /// The index of the first `separator` in `text` outside a quoted string (a parameter's value
     /// may be one, and hold commas and semicolons: RFC 9110 5.6.4, `\` escaping the next byte),
     /// or the end.
-    static func firstUnquoted(_ separator: UInt8, in text: Substring.UTF8View) -> Substring.UTF8View.Index {
+    package static func firstUnquoted(_ separator: UInt8, in text: Substring.UTF8View) -> Substring.UTF8View.Index {
         var quoted = false
         var escaped = false
         var index = text.startIndex
@@ -112,7 +112,7 @@ struct WeightedPreferences: Sequence {
     }
 
     /// Whether `text` is `lowercase`, ignoring ASCII case.
-    static func matches(_ text: Substring.UTF8View, _ lowercase: StaticString) -> Bool {
+    package static func matches(_ text: Substring.UTF8View, _ lowercase: StaticString) -> Bool {
         guard text.count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
             zip(text, expected).allSatisfy { byte, want in
@@ -123,7 +123,7 @@ struct WeightedPreferences: Sequence {
 
     /// A q-value as RFC 9110 writes it, in thousandths: `0`, `1`, `0.` or `1.` and up to three
     /// digits (1's all zeros); `nil` for anything else. The digits are counted before any is read.
-    static func qValue(_ text: Substring.UTF8View) -> Int? {
+    package static func qValue(_ text: Substring.UTF8View) -> Int? {
         guard let first = text.first, first == UInt8(ascii: "0") || first == UInt8(ascii: "1") else { return nil }
         let whole = Int(first - UInt8(ascii: "0")) * 1000
         let afterFirst = text.dropFirst()

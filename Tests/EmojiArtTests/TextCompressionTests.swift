@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 @testable import EmojiArtApp
 import Foundation
+import HTTPCaching
 import NIOCore
 import NIOHTTP1
 import Testing

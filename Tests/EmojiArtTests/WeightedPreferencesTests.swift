@@ -1,4 +1,5 @@
 @testable import EmojiArtApp
+import HTTPCaching
 import Testing
 
 /// `Accept` and `Accept-Encoding` read as RFC 9110 12.4.2 weighs them: each element's name and

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPCaching
 import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression

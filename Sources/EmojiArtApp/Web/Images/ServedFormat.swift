@@ -1,3 +1,4 @@
+import HTTPCaching
 public import Imaging
 
 /// An encoding the image routes can answer with, chosen per request from its `Accept` field
