@@ -95,6 +95,55 @@ public enum GuardedFile {
     }
 }
 
+extension GuardedFile {
+    /// Why a file that must be private (a key) is not used.
+    public enum PrivateFileProblem: Error, Sendable, Hashable {
+        /// Someone else may know or change it; `fix` says what to run.
+        case unsafe(reason: String, fix: String)
+        /// It cannot be read, or does not exist.
+        case unreadable(reason: String)
+    }
+
+    /// Reads a file that must be private, as ssh reads a private key: a regular file, no
+    /// symbolic link, owned by this user, with one name, neither readable nor writable by group or
+    /// others, at most `limit` bytes.
+    public static func readPrivate(_ path: String, limit: Int) throws(PrivateFileProblem) -> Contents {
+        let contents: Contents
+        do {
+            contents = try read(path, limit: limit)
+        } catch {
+            switch error {
+            case .symbolicLink:
+                throw .unsafe(reason: "it is a symbolic link", fix: "replace the link with the file itself, mode 0600")
+            case .notRegularFile:
+                throw .unsafe(reason: "it is not a regular file", fix: "put it in a regular file, mode 0600")
+            case let .tooLarge(size, limit):
+                throw .unreadable(reason: "it holds \(size) bytes, more than the \(limit) such a file holds")
+            case .noSuchFile:
+                throw .unreadable(reason: "there is no such file")
+            case let .unreadable(reason):
+                throw .unreadable(reason: reason)
+            }
+        }
+        guard contents.owner == currentUser else {
+            throw .unsafe(
+                reason: "it is owned by user \(contents.owner), not by this user (\(currentUser))",
+                fix: "chown $(id -u) \(path), after checking that it is yours"
+            )
+        }
+        guard contents.links == 1 else {
+            throw .unsafe(
+                reason: "it has \(contents.links) names (hard links): it is also a file elsewhere",
+                fix: "copy it to a file of its own (cp, then chmod 600), after checking who else has it"
+            )
+        }
+        guard contents.permissions & 0o077 == 0 else {
+            throw .unsafe(reason: "its mode is \(String(contents.permissions, radix: 8)): group or others may read or change it", fix: "chmod 600 \(path)")
+        }
+        return contents
+    }
+}
+
 /// `read(2)`, named apart from ``GuardedFile/read(_:limit:)``.
 private func readSome(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
     read(descriptor, buffer, count)

@@ -43,38 +43,12 @@ public enum SigningKeyFile {
         let contents: GuardedFile.Contents
         do {
             // One line of base64 of 32 bytes is 45 bytes; anything much larger is not a key.
-            contents = try GuardedFile.read(path.path, limit: 1_024)
+            contents = try GuardedFile.readPrivate(path.path, limit: 1_024)
         } catch {
             switch error {
-            case .symbolicLink:
-                throw .unsafe(path: path.path, reason: "it is a symbolic link", fix: "replace the link with the key file itself, mode 0600")
-            case .notRegularFile:
-                throw .unsafe(path: path.path, reason: "it is not a regular file", fix: "put the key in a regular file, mode 0600")
-            case let .tooLarge(size, _):
-                throw .unreadable(path: path.path, reason: "it holds \(size) bytes, not one line")
-            case .noSuchFile:
-                throw .unreadable(path: path.path, reason: "there is no such file")
-            case let .unreadable(reason):
-                throw .unreadable(path: path.path, reason: reason)
+            case let .unsafe(reason, fix): throw .unsafe(path: path.path, reason: reason, fix: fix)
+            case let .unreadable(reason): throw .unreadable(path: path.path, reason: reason)
             }
-        }
-        guard contents.owner == GuardedFile.currentUser else {
-            throw .unsafe(
-                path: path.path, reason: "it is owned by user \(contents.owner), not by this user (\(GuardedFile.currentUser))",
-                fix: "chown $(id -u) \(path.path), after checking that the key is yours"
-            )
-        }
-        guard contents.links == 1 else {
-            throw .unsafe(
-                path: path.path, reason: "it has \(contents.links) names (hard links): the key is also a file elsewhere",
-                fix: "copy the key to a file of its own (cp, then chmod 600), after checking who else has it"
-            )
-        }
-        guard contents.permissions & 0o077 == 0 else {
-            throw .unsafe(
-                path: path.path, reason: "its mode is \(String(contents.permissions, radix: 8)): group or others may read or change it",
-                fix: "chmod 600 \(path.path)"
-            )
         }
         let text = String(decoding: contents.bytes, as: UTF8.self)
         guard let raw = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32,
