@@ -96,8 +96,18 @@ let package = Package(
         .target(
             name: "ImageService",
             dependencies: [
+                "FastLane",
                 "HTTPCaching",
+                "ImageCache",
+                "Imaging",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics", condition: app),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: app),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: app),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -180,6 +190,7 @@ let package = Package(
             name: "EmojiArtApp",
             dependencies: [
                 "FastLane",
+                "ImageService",
                 "GalleryFeed",
                 "HTTPCaching",
                 "ImageCache",
@@ -206,6 +217,7 @@ let package = Package(
                 "FastLane",
                 "HTTPCaching",
                 "Imaging",
+                "ImageService",
                 "MessageSignatures",
                 "ImageCache",
                 "GalleryServer",

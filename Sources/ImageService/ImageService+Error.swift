@@ -42,6 +42,25 @@ extension ImageService {
         case recursivePreset(String)
         /// A configured preset's own options are invalid, or it includes itself; `reason` says how.
         case invalidPreset(name: String, reason: String)
+        /// The URL's `expires` time (Unix seconds) has passed.
+        case expired(at: Int64)
+        /// The source answered 404 or 410.
+        case sourceNotFound(url: String, status: Int)
+        /// The source failed: an error status, a refused or broken connection; `reason` says which.
+        case sourceFailed(url: String, reason: String)
+        /// The source did not answer within the service's time limit.
+        case sourceTimedOut(url: String, seconds: Double)
+        /// The source's bytes are more than the service takes.
+        case sourceTooLarge(url: String, limit: Int)
+        /// The source's bytes are no image the service reads.
+        case sourceNotAnImage(url: String, contentType: String)
+        /// The source could not be processed: `reason` is libvips' or the processor's; `tooLarge`
+        /// when it was refused for its size (pixels, frames, memory) rather than its contents.
+        case unprocessable(reason: String, tooLarge: Bool)
+        /// The service has more work waiting than it takes; asking again later may succeed.
+        case busy(stage: String)
+        /// Anything else that failed while answering, said as it was reported.
+        case failed(String)
 
         /// What happened and what to do about it.
         public var description: String {
@@ -86,6 +105,24 @@ extension ImageService {
                 "preset '\(name)' includes itself: fix the preset definitions"
             case .invalidPreset(let name, let reason):
                 "preset '\(name)' is invalid: \(reason)"
+            case .expired(let time):
+                "the URL expired at \(time) (Unix time): ask its issuer for a new one"
+            case .sourceNotFound(let url, let status):
+                "the source \(url) answered \(status): check the source URL"
+            case .sourceFailed(let url, let reason):
+                "the source \(url) failed: \(reason); try again later, or check the source"
+            case .sourceTimedOut(let url, let seconds):
+                "the source \(url) did not answer within \(seconds) s: try again later"
+            case .sourceTooLarge(let url, let limit):
+                "the source \(url) is larger than \(limit) bytes: use a smaller source, or raise the service's limit"
+            case .sourceNotAnImage(let url, let contentType):
+                "the source \(url) is not an image (Content-Type \(contentType)): give the URL of an image"
+            case .unprocessable(let reason, _):
+                "the source could not be processed: \(reason)"
+            case .busy(let stage):
+                "the service is busy (\(stage)): try again in a moment"
+            case .failed(let reason):
+                "the image could not be made: \(reason)"
             }
         }
     }

@@ -43,6 +43,26 @@ public struct Signer: Sendable {
         "/" + signature(for: pathAfterSignature) + pathAfterSignature
     }
 
+    /// How a source URL is written in a path.
+    public enum SourceEncoding: Sendable {
+        /// After `/plain/`, percent-encoded; the extension after `@`.
+        case plain
+        /// URL-safe base64 without padding; the extension after `.`.
+        case base64
+    }
+
+    /// The signed path of `source` processed by `options` (each such as `rs:fill:300:300`), as
+    /// imgproxy's URL builders make it: `/<signature>/<options>/plain/<source>[@<extension>]` or
+    /// `/<signature>/<options>/<base64url source>[.<extension>]`.
+    public func path(options: [String], source: String, extension fileExtension: String? = nil, encoding: SourceEncoding = .plain) -> String {
+        let encoded = switch encoding {
+        case .plain: "plain/" + PercentEncoding.encode(source) + (fileExtension.map { "@" + $0 } ?? "")
+        case .base64: Base64URL.encode(Array(source.utf8)) + (fileExtension.map { "." + $0 } ?? "")
+        }
+        let options = options.filter { !$0.isEmpty }
+        return sign("/" + options.map { $0 + "/" }.joined() + encoded)
+    }
+
     /// Checks `signature` against the path after it, in constant time for a signature of the
     /// right length.
     /// - Throws: ``ImageService/Error/malformedSignature(_:expectedBytes:)`` when the signature is

@@ -49,6 +49,8 @@ struct ClusterCommand: AsyncParsableCommand {
     @Option(help: "Seed of the gallery's feed.")
     var seed: UInt64 = GalleryConfiguration.defaultSeed
 
+    @OptionGroup(title: "Image service (every instance serves it at /img/ when an allowed source is given; the edge shards it by source)") var imageService: ImageServiceOptions
+
     @Flag(help: "Serve the edge over TLS and HTTP/2 with a new self-signed certificate for 127.0.0.1 (made with openssl), and print the SHA-256 of its public key for Chromium's --ignore-certificate-errors-spki-list. The instances stay HTTP/1.1 behind nginx.")
     var tls = false
 
@@ -72,6 +74,8 @@ struct ClusterCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A setting of the image service that cannot be used stops the start here, not in each instance.
+        if imageService.isGiven { _ = try imageService.configuration(pathPrefix: EdgeConfiguration.imageServicePrefix) }
         guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile) else {
             throw CommandFailure("nginx is not installed: run scripts/bootstrap (it installs Debian's nginx-light)")
         }
@@ -217,7 +221,7 @@ extension ClusterCommand {
                 "--allowed-host", edge.host, "--warm-up-budget", "\(warmUpBudget)",
                 // The edge names each client: its event streams are counted by its address.
                 "--behind-edge",
-            ]
+            ] + imageService.forwarded
             app.standardOutput = FileHandle.nullDevice
             do {
                 try app.run()

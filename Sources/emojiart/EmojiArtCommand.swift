@@ -14,7 +14,7 @@ struct EmojiArtCommand: AsyncParsableCommand {
             version: imagingVersion,
             subcommands: [
                 ServeCommand.self, AppCommand.self, GalleryCommand.self, SyncCommand.self, TrustCommand.self,
-                CacheCommand.self, ThumbnailCommand.self, ClusterCommand.self,
+                CacheCommand.self, ThumbnailCommand.self, ClusterCommand.self, ImagesCommand.self,
             ],
             defaultSubcommand: ServeCommand.self
         )

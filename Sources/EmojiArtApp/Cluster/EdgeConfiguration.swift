@@ -187,11 +187,27 @@ public struct EdgeConfiguration: Sendable, Hashable {
                 keepalive 32;
             }
 
+            # The image service's URLs: every variant of a source has one owner, which fetches the source
+            # once. The key is the source as the URL writes it: after /plain/ up to the extension, or the
+            # base64 after the options (the segments with a ':').
+            map $request_uri $emojiart_source {
+                "~^\(Self.imageServicePrefix)/[^/]+/(?:[^/]*:[^/]*/)*(?:plain/(?<plain>[^@?]*)|(?<encoded>[^.?]*))" "$plain$encoded";
+                default $request_uri;
+            }
+
+            upstream emojiart_sources {
+                hash $emojiart_source consistent;
+            \(instances)
+                keepalive 32;
+            }
+
             # One spelling per route (the app's and the gallery's rule too): a path with an empty segment,
             # a trailing slash, a dot segment or a percent-encoded byte is answered 404 by the edge and the
             # shield. nginx matches locations on the path normalised (//stats as /stats) but passes on the
             # original, so another spelling would otherwise get a route's location, or escape its limits.
             map $request_uri $emojiart_misspelt {
+                "~^[^?#]*/\\.\\.?(?:[/?#]|$)" 1;  # a dot segment, under the image service's prefix too
+                "~^\(Self.imageServicePrefix)/" "";  # the image service's paths: checked whole by their signature
                 "~\(Self.misspeltRequest[0])" 1;
                 "~\(Self.misspeltRequest[1])" 1;
                 default "";

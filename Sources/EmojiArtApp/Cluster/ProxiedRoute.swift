@@ -28,6 +28,10 @@ public struct ProxiedRoute: Sendable, Hashable {
         /// An image route: sharded by piece, kept in the edge's cache in its own form
         /// (``EdgeConfiguration/cacheableImageRequest``), passed on uncached otherwise.
         case image
+        /// The image service's imgproxy URLs (``EdgeConfiguration/imageServicePrefix``): sharded by
+        /// source (one instance fetches each source), kept in the edge's cache under the URL as
+        /// sent and the format class of `Accept`, as the service's answers say.
+        case imageService
         /// At the shield, end to end and never kept: the signed feed (its conditionals and
         /// signed 304s pass both ways), health.
         case passed
@@ -76,7 +80,13 @@ extension EdgeConfiguration {
         .init(.exact("/cache/clear-disk"), .action),
         .init(.exact("/retry"), .action),
         .init(.pattern("^/(?:thumbs|large)/(?:2x/)?\(pieceNumber)$"), .image),
+        .init(.pattern("^\(imageServicePrefix)/.+$"), .imageService),
     ]
+
+    /// Where the app serves the image service (`emojiart app --allowed-source ...`): imgproxy's
+    /// paths after it. Its paths hold a source's `//` and percent-escapes (`/plain/http://...`),
+    /// checked whole by their signature: the edge's one-spelling rule does not apply to them.
+    public static let imageServicePrefix = "/img"
 
     /// The gallery's routes the shield passes on (GalleryController, OpsController): what the
     /// instances ask for, and `/health` (the cluster's readiness check). Its `/metrics` is for the
@@ -133,6 +143,7 @@ extension EdgeConfiguration {
             "proxy_connect_timeout 2s;",
         ]
         case .image: imageLocationBody
+        case .imageService: imageServiceLocationBody
         case .passed: ["proxy_pass http://emojiart_gallery;"]
         case let .kept(query): (query.map { [#"if ($args !~ "\#($0)") { return 404; }"#] } ?? []) + [
             "proxy_pass http://emojiart_gallery;",
@@ -175,6 +186,32 @@ extension EdgeConfiguration {
             "proxy_next_upstream_tries 3;",
             "proxy_connect_timeout 2s;",
             "open_file_cache max=\(Self.openFileCache) inactive=60s;",
+            "add_header X-Cache-Status $upstream_cache_status always;",
+        ] + (tls == nil ? [] : [Self.strictTransportSecurity])
+    }
+
+    /// The image service's location: to the instance that owns the source (`$emojiart_source`,
+    /// consistent hash), kept in the edge's image cache as the answer's `Cache-Control` says, under
+    /// the host, the URL as sent and the format class of `Accept` (`avif`, `webp`, or `png` for
+    /// any other: the source's own format), with that class's `Accept` sent on, so one entry per
+    /// format whatever each browser's field says. Refusals are `no-store`: never kept. A query
+    /// is refused by the service (400), so no client keys the cache by queries of its own.
+    private var imageServiceLocationBody: [String] {
+        [
+            "proxy_pass http://emojiart_sources;",
+            "proxy_cache emojiart_images;",
+            #"proxy_cache_key "$host $request_uri $emojiart_format";"#,
+            "proxy_ignore_headers Vary;",
+            "proxy_set_header Accept $emojiart_accept;",
+            #"proxy_set_header Connection "";"#,
+            "proxy_set_header Host $host;",
+            "proxy_cache_lock on;",
+            "proxy_cache_lock_timeout 60s;",
+            "proxy_cache_use_stale error timeout updating http_502 http_503;",
+            "proxy_next_upstream error timeout;",
+            "proxy_next_upstream_tries 3;",
+            "proxy_connect_timeout 2s;",
+            "proxy_read_timeout 60s;",
             "add_header X-Cache-Status $upstream_cache_status always;",
         ] + (tls == nil ? [] : [Self.strictTransportSecurity])
     }

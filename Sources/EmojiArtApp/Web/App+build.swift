@@ -1,4 +1,5 @@
 import FastLane
+import ImageService
 public import Hummingbird
 public import ImageCache
 import Imaging
@@ -18,6 +19,7 @@ public enum EmojiArtApp {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> some ApplicationProtocol {
         await pipeline.setUp()
+        await configuration.imageService?.pipeline.setUp()
         let model = EmojiArtModel(
             galleryURL: configuration.galleryURL, pipeline: pipeline, concurrency: configuration.concurrency,
             trust: configuration.trust, offline: configuration.offline, galleryOrigin: configuration.galleryOrigin,
@@ -87,11 +89,17 @@ public enum EmojiArtApp {
             eventStreamLifetime: configuration.eventStreamLifetime,
             httpCache: configuration.httpCache,
             instanceName: configuration.instanceName,
-            allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts)
+            allowedHosts: AllowedHosts(bound: configuration.host, extra: configuration.allowedHosts),
+            imageService: configuration.imageService
         )
         let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
         router.middlewares.add(NoSniffMiddleware())  // outermost: errors answered, `nosniff` on every answer
         router.middlewares.add(BrowserGuardMiddleware(services: services))
+        // Before the one-spelling rule: an imgproxy path holds its source's `//` (`/plain/http://`),
+        // and is checked whole by its signature instead.
+        if let imageService = configuration.imageService {
+            router.addRoutes(ImageServiceController(server: imageService).endpoints)
+        }
         // `/stats/`, `//stats`: the page of a path no route has, as ErrorPageMiddleware makes it.
         router.middlewares.add(OneSpellingMiddleware { [services] request, context in
             try await ErrorPageMiddleware(services: services).handle(request, context: context) { _, _ in throw HTTPError(.notFound) }

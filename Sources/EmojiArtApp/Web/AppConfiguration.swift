@@ -1,4 +1,5 @@
 public import Foundation
+public import ImageService
 public import NIOCore
 
 /// How to run the web app.
@@ -103,6 +104,11 @@ public struct AppConfiguration: Sendable {
     /// the names people open, e.g. an edge's in front. A request naming another host in `Host` is
     /// answered 421 (a page at a name rebound to this address must not read or change it).
     public var allowedHosts: [String]
+    /// The image service served beside the app at its
+    /// ``ImageService/ImageServiceConfiguration/pathPrefix`` (`/img` by the `app` command), with its own
+    /// pipeline (its sources are strangers: never fetched by the gallery's client), or `nil`
+    /// (the default) for none.
+    public var imageService: ImageServer?
 
     /// Creates a configuration.
     public init(

@@ -1,5 +1,6 @@
 import Foundation
 import ImageCache
+import ImageService
 import Mustache
 import Synchronization
 import GalleryFeed
@@ -62,6 +63,8 @@ struct AppServices: Sendable {
     let instanceName: String?
     /// The names in `Host` the app answers to.
     let allowedHosts: AllowedHosts
+    /// The image service beside the app, if any (its `/metrics` are the app's too).
+    var imageService: ImageServer? = nil
     /// Each piece's variants as the image routes serve them: request, `v=`, ETag, answer.
     let variants = ServedVariants()
     /// The catalog's pages as rendered, answered from memory while what they show is unchanged.

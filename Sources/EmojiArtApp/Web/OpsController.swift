@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ImageCache
+import ImageService
 
 /// `GET /health`, `GET /stats` (JSON: ``AppStats``) and `GET /metrics` (Prometheus).
 struct OpsController<Context: RequestContext>: Sendable {
@@ -18,7 +19,10 @@ struct OpsController<Context: RequestContext>: Sendable {
             return Self.json(String(decoding: try encoder.encode(await services.stats()), as: UTF8.self))
         }
         routes.get("metrics") { _, _ in
-            let text = services.metrics.exposition(await services.pipeline.stats(), signatureFailures: services.model.signatureFailures.value)
+            var text = services.metrics.exposition(await services.pipeline.stats(), signatureFailures: services.model.signatureFailures.value)
+            if let imageService = services.imageService {
+                text += Array(imageService.metrics.exposition(await imageService.pipeline.stats()).utf8)
+            }
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],

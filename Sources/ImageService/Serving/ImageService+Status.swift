@@ -1,0 +1,69 @@
+public import HTTPTypes
+public import ImageCache
+import Imaging
+
+extension ImageService.Error {
+    /// The status a request refused or failed for this reason is answered with, as imgproxy's
+    /// users expect: 403 for a signature, 400 for the options, 404 for a source not found (or one
+    /// no longer asked for: an expired URL), 413 or 422 for a source too large or not an image,
+    /// 502 or 504 for a source that fails or is slow, 503 when the service is busy.
+    public var status: HTTPResponse.Status {
+        switch self {
+        case .malformedSignature, .signatureMismatch: .forbidden
+        case .expired, .sourceNotFound: .notFound
+        case .sourceTooLarge: .contentTooLarge
+        case .sourceNotAnImage: .unprocessableContent
+        case .unprocessable(_, let tooLarge): tooLarge ? .contentTooLarge : .unprocessableContent
+        case .sourceFailed: .badGateway
+        case .sourceTimedOut: .gatewayTimeout
+        case .busy: .serviceUnavailable
+        case .failed, .invalidKey, .invalidSignatureSize, .invalidPreset: .internalServerError
+        case .pathTooLong, .malformedPath, .invalidBase64Source, .invalidPercentEncoding, .invalidSourceURL,
+            .encryptedSourceUnsupported, .tooManyOptions, .unknownOption, .unsupportedOption, .tooManyArguments,
+            .invalidArgument, .outOfRange, .unsupportedFormat, .unknownPreset, .recursivePreset:
+            .badRequest
+        }
+    }
+
+    /// The service's reason for a pipeline's error: what the source or the processing did.
+    init(_ error: ImagePipeline.Error) {
+        switch error {
+        case let .httpStatus(status, url) where status == 404 || status == 410:
+            self = .sourceNotFound(url: url, status: status)
+        case let .httpStatus(status, url):
+            self = .sourceFailed(url: url, reason: "it answered HTTP \(status)")
+        case let .timeout(url, seconds):
+            self = .sourceTimedOut(url: url, seconds: seconds)
+        case let .originUnreachable(url, reason), let .connectionFailed(url, reason):
+            self = .sourceFailed(url: url, reason: reason)
+        case let .bodyTooLarge(limit, url):
+            self = .sourceTooLarge(url: url, limit: limit)
+        case let .notAnImage(url, contentType):
+            self = .sourceNotAnImage(url: url, contentType: contentType)
+        case let .processingFailed(_, underlying):
+            if let service = underlying as? ImageService.Error {
+                self = service
+            } else if let imaging = underlying as? Imaging.Error {
+                self = .unprocessable(reason: imaging.description, tooLarge: imaging.isAboutSize)
+            } else {
+                self = .unprocessable(reason: String(describing: underlying), tooLarge: false)
+            }
+        case let .tooBusy(stage, _):
+            self = .busy(stage: stage)
+        case let .invalidURL(url):
+            self = .invalidSourceURL("\(url) cannot be fetched")
+        default:
+            self = .failed(error.description)
+        }
+    }
+}
+
+extension Imaging.Error {
+    /// Whether the image was refused for its size (bytes, pixels, sides, memory), not its contents.
+    var isAboutSize: Bool {
+        switch self {
+        case .inputTooLarge, .tooManyPixels, .sideTooLong, .tooMuchMemoryToDecode: true
+        default: false
+        }
+    }
+}
