@@ -37,12 +37,14 @@ install: release
 	install -m 0755 $(BUILD)/release/emojiart "$(DESTDIR)$(PREFIX)/bin/emojiart"
 
 ## make test: every test: Swift Testing suites, the real-browser test of the web UI, then the bench
-## anchors' own checks (Tests/Anchors, in the browser test's Python environment).
+## anchors' own checks (Tests/Anchors) and the image service's live test (Tests/ImageServiceLive: URLs from
+## PyPI's imgproxy builder, real photographs from scripts/photos), in the browser test's Python environment.
 test: bootstrap
 	$(SWIFT) build $(SWIFT_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_FLAGS) --skip-build
 	EMOJIART_BINARY=$(BUILD)/debug/emojiart scripts/browser-test
-	.build-venv/bin/pytest -q -p no:cacheprovider Tests/Anchors
+	scripts/photos
+	EMOJIART_BINARY=$(BUILD)/debug/emojiart .build-venv/bin/pytest -q -p no:cacheprovider Tests/Anchors Tests/ImageServiceLive
 
 ## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
 ## fails on any DocC warning, on any public symbol without a doc comment, and on a guide's code block

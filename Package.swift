@@ -345,7 +345,7 @@ let package = Package(
         .testTarget(
             name: "EmojiArtTests",
             dependencies: [
-                "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "Imaging", "MessageSignatures", "TestSupport", "emojiart", "CProfile",
+                "EmojiArtApp", "FastLane", "GalleryFeed", "GalleryServer", "HTTPCaching", "ImageCache", "ImageService", "Imaging", "MessageSignatures", "TestSupport", "emojiart", "CProfile",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
                 .product(name: "Hummingbird", package: "hummingbird", condition: app),

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Crypto
+import ImageService
 import Testing
 import TestSupport
 
@@ -445,6 +446,51 @@ final class RunningCluster: Sendable {
             #expect(standIn.headers.first(name: "content-type") == "image/webp" && standIn.headers.first(name: "cache-control") == "no-cache")
             #expect(standIn.headers.first(name: "x-cache-status") == "MISS")
             #expect(Self.edgeCacheFiles(directory.url) == before + 2, "no stand-in kept under the AVIF entry")
+        } catch {
+            try await cluster.stop()
+            throw error
+        }
+        try await cluster.stop()
+    }
+
+    /// The image service through the edge: every variant of a source goes to one instance (one
+    /// source fetch in the whole cluster), each answer is kept once per format class, and a
+    /// plain source's `//` passes the edge's one-spelling rule while a dot segment does not.
+    @Test func theEdgeShardsTheImageServiceBySourceAndKeepsEachFormatOnce() async throws {
+        let (key, salt) = (String(repeating: "ab", count: 32), String(repeating: "cd", count: 16))
+        let signer = try Signer(keyHex: key, saltHex: salt)
+        let cluster = try await RunningCluster([
+            "--instances", "3", "--warm-up-budget", "0", "--key", key, "--salt", salt,
+            "--allowed-source", "http://127.0.0.1:", "--allow-loopback-sources",
+        ])
+        do {
+            try await cluster.waitUntilEveryInstanceIsReady()
+            let source = cluster.gallery + "/gallery/image?7"
+            let variants = [["rs:fit:100:100"], ["rs:fill:64:64", "g:sm"], ["w:80", "dpr:2"]]
+            for options in variants {
+                let url = "/img" + signer.path(options: options, source: source)
+                let answer = try await cluster.get(url)
+                #expect(answer.status == 200 && answer.headers.first(name: "content-type") == "image/png", "\(url): \(answer.status)")
+                #expect(try await cluster.askUntilKept(url), "kept at the edge")
+            }
+            var fetches: [Double] = []
+            for instance in cluster.instances {
+                fetches.append(try await cluster.metric("emojiart_image_service_source_fetches_total", at: instance.url).values.reduce(0, +))
+            }
+            #expect(fetches.sorted() == [0, 0, 1], "one instance fetched the source, once: \(fetches)")
+
+            // Two browsers' Accept fields naming WebP are one entry, kept in WebP.
+            let url = "/img" + signer.path(options: ["rs:fit:100:100"], source: source)
+            let webp = try await cluster.get(url, headers: [("Accept", "image/webp,*/*")])
+            #expect(webp.headers.first(name: "content-type") == "image/webp")
+            #expect(try await cluster.askUntilKept(url, headers: [("Accept", "image/webp,*/*")]))
+            let other = try await cluster.get(url, headers: [("Accept", "image/webp;q=0.9, image/png")])
+            #expect(other.headers.first(name: "x-cache-status") == "HIT" && other.body == webp.body)
+
+            // A forged signature: 403 from the instance, not kept; a dot segment: the edge's 404.
+            let forged = try await cluster.get("/img/AAAA" + String(url.dropFirst("/img/".count).drop { $0 != "/" }))
+            #expect(forged.status == 403 && forged.headers.first(name: "x-cache-status") != "HIT")
+            #expect(try await cluster.get("/img/../stats").status == 404)
         } catch {
             try await cluster.stop()
             throw error
