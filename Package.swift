@@ -97,7 +97,11 @@ let package = Package(
             name: "ImageService",
             dependencies: [
                 "HTTPCaching",
+                "ImageCache",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -267,7 +271,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageServiceTests",
-            dependencies: ["ImageService"],
+            dependencies: ["HTTPCaching", "ImageCache", "ImageService", "TestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
