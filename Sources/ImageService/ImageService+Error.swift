@@ -18,7 +18,8 @@ extension ImageService {
         case invalidBase64Source(String)
         /// The plain source URL has a `%` not followed by two hex digits.
         case invalidPercentEncoding(String)
-        /// The decoded source URL is not UTF-8 or is empty.
+        /// The decoded source URL is not UTF-8 or is empty, or is no source to fetch (not http(s),
+        /// no host, user information before the host).
         case invalidSourceURL(String)
         /// The source is encrypted (`/enc/`), an imgproxy Pro feature this service does not have.
         case encryptedSourceUnsupported

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The source fetcher against a real origin on 127.0.0.1: what it fetches, and each way a source
 /// could reach what the service must not (each refusal test names the check it needs).
-@Suite struct SourceFetcherTests {
+@Suite(.timeLimit(.minutes(1))) struct SourceFetcherTests {
     let origin = TestOrigin()
 
     init() {
@@ -201,6 +201,22 @@ import TestSupport
             }
             #expect(seconds <= 0.3)  // the policy's limit, not the client's default
         }
+    }
+
+    /// The time limit covers the host's lookup too: a resolver that never answers.
+    @Test func stopsALookupThatDoesNotAnswerAtTheTimeLimit() async throws {
+        let gate = Gate()
+        defer { gate.open() }
+        let fetcher = SourceFetcher(
+            policy: SourcePolicy(allowedSources: ["http://slow-dns.test/"], timeout: .milliseconds(300)),
+            resolve: { _ in
+                try await gate.pass()
+                return [SourceAddress("93.184.216.34")!]
+            }
+        )
+        let url = try #require(URL(string: "http://slow-dns.test/a.png"))
+        let error = await failure { try await fetcher.fetch(ImageRequest(url: url)) }
+        #expect(error as? ImagePipeline.Error == .timeout(url: url.absoluteString, seconds: 0.3))
     }
 
     @Test func aMissingSourceIsNotFound() async throws {

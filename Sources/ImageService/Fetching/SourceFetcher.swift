@@ -29,6 +29,10 @@ import NIOPosix
 /// letting a pooled connection carry a request for a host it was not checked for. The client
 /// follows no redirect itself; this fetcher follows at most ``SourcePolicy/maxRedirects``.
 ///
+/// ``canFetch(_:)`` is ``SourcePolicy/check(_:)``: the pipeline refuses any other URL with
+/// ``ImageCache/ImagePipeline/Error/invalidURL(_:)`` before fetching; a server that wants the
+/// reason calls ``SourcePolicy/check(_:)`` itself first.
+///
 /// The exchange itself (deadline, body limit, `If-None-Match`/`If-Modified-Since`, error
 /// mapping) is ``ImageCache/HTTPImageFetcher``'s. Refusals throw ``ImageService/Error``; the
 /// pipeline passes them through unchanged (and does not remember them). HTTP and network
@@ -78,7 +82,7 @@ public struct SourceFetcher: ImageFetching {
         var redirects = 0
         try policy.check(url)
         while true {
-            let pin = try await pinnedAddress(for: url)
+            let pin = try await pinnedAddress(for: url, by: deadline)
             let remaining = deadline - .now
             guard remaining > .zero else {
                 throw ImagePipeline.Error.timeout(url: url.absoluteString, seconds: Self.seconds(policy.timeout))
@@ -116,14 +120,17 @@ public struct SourceFetcher: ImageFetching {
     }
 
     /// Resolves `url`'s host and judges every address it resolves to; returns the one to
-    /// connect to (the first IPv4 one, else the first).
+    /// connect to (the first IPv4 one, else the first). A name with any address the policy
+    /// refuses is refused whole: which of its addresses a client would have used is chance,
+    /// and a name that points partly inside is no source to trust.
     /// - Throws: ``ImageService/Error/addressNotAllowed(host:address:kind:)`` for the first
     ///   address the policy refuses; ``ImageCache/ImagePipeline/Error/originUnreachable(url:reason:)``
-    ///   when the name does not resolve.
-    func pinnedAddress(for url: URL) async throws -> Pin {
+    ///   when the name does not resolve; ``ImageCache/ImagePipeline/Error/timeout(url:seconds:)``
+    ///   when it does not resolve by `deadline` (the lookup is left to finish on its thread).
+    func pinnedAddress(for url: URL, by deadline: ContinuousClock.Instant) async throws -> Pin {
         // As AsyncHTTPClient reads it on Linux (DeconstructedURL): the host, brackets trimmed.
-        var host = url.host ?? ""
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let written = url.host ?? ""
+        let host = written.hasPrefix("[") && written.hasSuffix("]") ? String(written.dropFirst().dropLast()) : written
         // A literal that `inet_pton` reads is the address AsyncHTTPClient connects to as is.
         if let literal = SourceAddress(host) {
             guard policy.allows(literal.kind) else {
@@ -131,11 +138,24 @@ public struct SourceFetcher: ImageFetching {
             }
             return Pin(host: host, address: nil)
         }
-        let addresses: [SourceAddress]
-        do {
-            addresses = try await resolve(host)
-        } catch {
-            throw ImagePipeline.Error.originUnreachable(url: url.absoluteString, reason: "the host name \(host) could not be resolved (\(error))")
+        let addresses = try await withThrowingTaskGroup(of: [SourceAddress]?.self) { [resolve] group in
+            group.addTask {
+                do {
+                    return try await resolve(host)
+                } catch {
+                    throw ImagePipeline.Error.originUnreachable(
+                        url: url.absoluteString, reason: "the host name \(host) could not be resolved (\(error))")
+                }
+            }
+            group.addTask {
+                try await ContinuousClock().sleep(until: deadline, tolerance: nil)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let addresses = try await group.next() ?? nil else {
+                throw ImagePipeline.Error.timeout(url: url.absoluteString, seconds: Self.seconds(policy.timeout))
+            }
+            return addresses
         }
         guard let first = addresses.first else {
             throw ImagePipeline.Error.originUnreachable(url: url.absoluteString, reason: "the host name \(host) has no address")
