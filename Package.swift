@@ -100,6 +100,7 @@ let package = Package(
                 "HTTPCaching",
                 "ImageCache",
                 "Imaging",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird", condition: app),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
@@ -108,6 +109,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: app),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -279,7 +281,13 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageServiceTests",
-            dependencies: ["ImageService"],
+            dependencies: [
+                "HTTPCaching", "ImageCache", "ImageService", "Imaging", "TestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

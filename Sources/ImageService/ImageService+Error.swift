@@ -18,7 +18,8 @@ extension ImageService {
         case invalidBase64Source(String)
         /// The plain source URL has a `%` not followed by two hex digits.
         case invalidPercentEncoding(String)
-        /// The decoded source URL is not UTF-8 or is empty.
+        /// The decoded source URL is not UTF-8 or is empty, or is no source to fetch (not http(s),
+        /// no host, user information before the host).
         case invalidSourceURL(String)
         /// The source is encrypted (`/enc/`), an imgproxy Pro feature this service does not have.
         case encryptedSourceUnsupported
@@ -61,6 +62,18 @@ extension ImageService {
         case busy(stage: String)
         /// Anything else that failed while answering, said as it was reported.
         case failed(String)
+
+        // Source fetching (`Fetching/`): the service's refusals to fetch a source.
+        /// The source URL begins with none of ``SourcePolicy/allowedSources``.
+        case sourceNotAllowed(String)
+        /// The source's host (or a redirect's) resolved to an address of a kind the policy does
+        /// not connect to (``SourcePolicy/allows(_:)``): nothing was sent to it.
+        case addressNotAllowed(host: String, address: String, kind: SourceAddress.Kind)
+        /// The source redirected more than ``SourcePolicy/maxRedirects`` times.
+        case tooManyRedirects(source: String, limit: Int)
+        /// A redirect led to a URL that is not a source to fetch (not http(s), user information,
+        /// no allowed prefix, or no URL at all): it was not followed.
+        case redirectNotAllowed(from: String, to: String)
 
         /// What happened and what to do about it.
         public var description: String {
@@ -123,6 +136,14 @@ extension ImageService {
                 "the service is busy (\(stage)): try again in a moment"
             case .failed(let reason):
                 "the image could not be made: \(reason)"
+            case .sourceNotAllowed(let source):
+                "source \(source) matches none of the allowed sources: add its prefix to the allowed sources, or use an allowed one"
+            case .addressNotAllowed(let host, let address, let kind):
+                "source host \(host) is at \(address), a \(kind) address the service does not connect to: use a public source, or allow \(kind) addresses if the service is meant to reach them"
+            case .tooManyRedirects(let source, let limit):
+                "source \(source) redirected more than \(limit) times: give the final URL of the image, or raise the redirect limit"
+            case .redirectNotAllowed(let from, let to):
+                "source \(from) redirected to \(to), which is not an allowed source: it was not followed; give a URL that answers the image itself, or allow the target's prefix"
             }
         }
     }

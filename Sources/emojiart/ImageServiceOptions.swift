@@ -7,7 +7,8 @@ import MessageSignatures
 /// The image service's settings, as flags, each also read from imgproxy's own environment
 /// variable (a flag wins), so an imgproxy deployment's settings carry over: `IMGPROXY_KEY`,
 /// `IMGPROXY_SALT`, `IMGPROXY_SIGNATURE_SIZE`, `IMGPROXY_ALLOWED_SOURCES`,
-/// `IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES`, `IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES`,
+/// `IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES`, `IMGPROXY_ALLOW_LINK_LOCAL_SOURCE_ADDRESSES`,
+/// `IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES`,
 /// `IMGPROXY_MAX_SRC_RESOLUTION`, `IMGPROXY_MAX_SRC_FILE_SIZE`, `IMGPROXY_TTL`, `IMGPROXY_PRESETS`.
 struct ImageServiceOptions: ParsableArguments {
     @OptionGroup var keys: KeyOptions
@@ -20,6 +21,9 @@ struct ImageServiceOptions: ParsableArguments {
 
     @Flag(help: "Allow sources whose address is loopback (127.0.0.0/8, ::1) ($IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES).")
     var allowLoopbackSources = false
+
+    @Flag(help: "Allow sources whose address is link-local (169.254.0.0/16, fe80::/10: a cloud's metadata service lives there) ($IMGPROXY_ALLOW_LINK_LOCAL_SOURCE_ADDRESSES).")
+    var allowLinkLocalSources = false
 
     @Flag(help: "Allow sources whose address is private (10/8, 172.16/12, 192.168/16, fc00::/7) ($IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES).")
     var allowPrivateSources = false
@@ -56,6 +60,7 @@ struct ImageServiceOptions: ParsableArguments {
         if unsigned { arguments.append("--unsigned") }
         for source in allowedSource { arguments += ["--allowed-source", source] }
         if allowLoopbackSources { arguments.append("--allow-loopback-sources") }
+        if allowLinkLocalSources { arguments.append("--allow-link-local-sources") }
         if allowPrivateSources { arguments.append("--allow-private-sources") }
         if let maxSourceMegapixels { arguments += ["--max-source-megapixels", "\(maxSourceMegapixels)"] }
         if let maxSourceBytes { arguments += ["--max-source-bytes", "\(maxSourceBytes)"] }
@@ -84,6 +89,7 @@ struct ImageServiceOptions: ParsableArguments {
             throw ValidationError("the image service needs at least one --allowed-source prefix (or IMGPROXY_ALLOWED_SOURCES): it fetches nothing else")
         }
         let loopback = allowLoopbackSources || Self.isTrue(environment["IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES"])
+        let linkLocal = allowLinkLocalSources || Self.isTrue(environment["IMGPROXY_ALLOW_LINK_LOCAL_SOURCE_ADDRESSES"])
         let privateAddresses = allowPrivateSources || Self.isTrue(environment["IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES"])
         let maxBytes = try maxSourceBytes ?? environment["IMGPROXY_MAX_SRC_FILE_SIZE"].map { try Self.number($0, "IMGPROXY_MAX_SRC_FILE_SIZE") }.flatMap { $0 > 0 ? $0 : nil } ?? 64 << 20
         let megapixels = try maxSourceMegapixels ?? environment["IMGPROXY_MAX_SRC_RESOLUTION"].map { value in
@@ -100,7 +106,7 @@ struct ImageServiceOptions: ParsableArguments {
             guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("a preset is name=options, such as thumb=rs:fill:200:200; got \(entry)") }
             presets[String(parts[0])] = String(parts[1])
         }
-        let policy = try SourcePolicy(allowedSources: sources, allowLoopback: loopback, allowPrivate: privateAddresses, maxBytes: maxBytes)
+        let policy = SourcePolicy(allowedSources: sources, allowsLoopback: loopback, allowsLinkLocal: linkLocal, allowsPrivate: privateAddresses, maxSourceBytes: maxBytes)
         return ImageServiceConfiguration(
             signing: signing, sources: policy, presets: presets, maxSourceMegapixels: megapixels, ttl: ttl, pathPrefix: pathPrefix
         )

@@ -27,6 +27,8 @@ public final class TestOrigin: Sendable {
         /// 200 declaring `declared` bytes, of which it sends `sent`, then nothing until `gate`
         /// opens: a body that stalls (an origin that hangs, or a connection a NAT dropped).
         case stalledBody(Gate, sent: [UInt8], declared: Int)
+        /// This 3xx status with `Location: location` (absolute or relative) and no body.
+        case redirect(to: String, status: Int = 302)
     }
 
     private let behaviors = Mutex<[String: Behavior]>([:])
@@ -122,6 +124,8 @@ public final class TestOrigin: Sendable {
                         try await writer.finish(nil)
                     }
                 )
+            case let .redirect(location, status):
+                return Response(status: .init(code: status), headers: [.location: location])
             case let .stream(chunk, chunks):
                 let buffer = ByteBuffer(repeating: 0x42, count: chunk)
                 return Response(status: .ok, headers: [.contentType: "image/png"], body: ResponseBody { writer in

@@ -68,10 +68,25 @@ public struct HTTPImageFetcher: ImageFetching {
 
     /// Fetches `request.url`, conditionally on `stored`'s validators when given.
     public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
-        try await send(request, revalidating: stored)
+        switch try await exchange(request, revalidating: stored) {
+        case let .answered(response): return response
+        case let .redirected(status, _): throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
+        }
     }
 
-    private func send(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
+    /// How one request and its answer ended, for a fetcher that follows redirects itself.
+    package enum Exchange: Sendable {
+        /// The origin answered (2xx, 304, or a 404 or 410 with a lifetime).
+        case answered(OriginResponse)
+        /// A 3xx other than 304 with a `Location`, as it was sent (perhaps relative): the client
+        /// did not follow it (its `redirectConfiguration` is `.disallow`), and its body was not read.
+        case redirected(status: Int, location: String)
+    }
+
+    /// ``fetch(_:revalidating:)`` that hands back a redirect instead of failing on it: the one
+    /// exchange, with the same deadline, body limit and error mapping, for a fetcher that checks
+    /// each redirect's target before it follows it (the image service's).
+    package func exchange(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> Exchange {
         let url = request.url.absoluteString
         guard let scheme = request.url.scheme, scheme == "http" || scheme == "https" else {
             throw ImagePipeline.Error.invalidURL(url)
@@ -109,13 +124,17 @@ public struct HTTPImageFetcher: ImageFetching {
             }
             let fields = response.headers.map { ($0.name, $0.value) }
             if response.status == .notModified, let stored {
-                return .notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date()))
+                return .answered(.notModified(stored.updated(withNotModified: fields, requestTime: requestTime, responseTime: Date())))
+            }
+            if (300..<400).contains(response.status.code), response.status != .notModified,
+               let location = response.headers.first(name: "location") {
+                return .redirected(status: Int(response.status.code), location: location)
             }
             if response.status.code == 404 || response.status.code == 410 {
                 // A lifetime makes the answer worth remembering: the cache stores it.
                 let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
                 if headers.cacheControl.maxAge != nil || headers.expires != nil, !headers.cacheControl.noStore {
-                    return .missing(status: Int(response.status.code), headers)
+                    return .answered(.missing(status: Int(response.status.code), headers))
                 }
             }
             guard (200..<300).contains(response.status.code) else {
@@ -134,7 +153,7 @@ public struct HTTPImageFetcher: ImageFetching {
             }
             let contentType = response.headers.first(name: "content-type") ?? "application/octet-stream"
             let headers = CacheHeaders(fields: fields, requestTime: requestTime, responseTime: Date())
-            return .fetched(Image(buffer: body, contentType: contentType, cacheHeaders: headers))
+            return .answered(.fetched(Image(buffer: body, contentType: contentType, cacheHeaders: headers)))
         } catch let error as ImagePipeline.Error {
             throw error
         } catch is CancellationError {

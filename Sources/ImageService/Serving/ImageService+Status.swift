@@ -5,16 +5,17 @@ import Imaging
 extension ImageService.Error {
     /// The status a request refused or failed for this reason is answered with, as imgproxy's
     /// users expect: 403 for a signature, 400 for the options, 404 for a source not found (or one
-    /// no longer asked for: an expired URL), 413 or 422 for a source too large or not an image,
+    /// the service may not fetch, as imgproxy answers it, or a URL that has expired), 413 or 422 for a source too large or not an image,
     /// 502 or 504 for a source that fails or is slow, 503 when the service is busy.
     public var status: HTTPResponse.Status {
         switch self {
         case .malformedSignature, .signatureMismatch: .forbidden
-        case .expired, .sourceNotFound: .notFound
+        // As imgproxy answers a source it may not fetch: like one that is not there.
+        case .expired, .sourceNotFound, .sourceNotAllowed, .addressNotAllowed, .redirectNotAllowed: .notFound
         case .sourceTooLarge: .contentTooLarge
         case .sourceNotAnImage: .unprocessableContent
         case .unprocessable(_, let tooLarge): tooLarge ? .contentTooLarge : .unprocessableContent
-        case .sourceFailed: .badGateway
+        case .sourceFailed, .tooManyRedirects: .badGateway
         case .sourceTimedOut: .gatewayTimeout
         case .busy: .serviceUnavailable
         case .failed, .invalidKey, .invalidSignatureSize, .invalidPreset: .internalServerError
