@@ -92,12 +92,16 @@ let package = Package(
             name: "HTTPCaching",
             swiftSettings: swiftSettings
         ),
-        // imgproxy's signed URLs decoded and checked into a canonical processing plan: issue 49.
+        // imgproxy's signed URLs decoded and checked into a canonical processing plan, and the
+        // plan carried out with libvips as an ImageCache processor: issue 49.
         .target(
             name: "ImageService",
             dependencies: [
                 "HTTPCaching",
+                "ImageCache",
+                "Imaging",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -267,7 +271,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ImageServiceTests",
-            dependencies: ["ImageService"],
+            dependencies: ["ImageService", "ImageCache", "Imaging"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

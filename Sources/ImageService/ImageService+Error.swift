@@ -43,6 +43,20 @@ extension ImageService {
         /// A configured preset's own options are invalid, or it includes itself; `reason` says how.
         case invalidPreset(name: String, reason: String)
 
+        // Processing a source (PlanProcessor): each says the HTTP status a server answers with.
+        /// The source's header declares more pixels than the service takes (megapixels, a side,
+        /// or the memory decoding it would take): answer 413.
+        case sourceResolutionTooLarge(width: Int, height: Int, limit: String)
+        /// The source's file is larger than the service takes: answer 413.
+        case sourceFileTooLarge(bytes: Int, limit: Int)
+        /// The source is an animation of more frames than the service takes: answer 413.
+        case tooManyFrames(frames: Int, limit: Int)
+        /// The source is not an image libvips decodes (empty, text, another format, truncated or
+        /// corrupt): answer 422.
+        case sourceUndecodable(reason: String)
+        /// Processing or encoding failed on a good source: answer 500.
+        case processingFailed(reason: String)
+
         /// What happened and what to do about it.
         public var description: String {
             switch self {
@@ -86,6 +100,16 @@ extension ImageService {
                 "preset '\(name)' includes itself: fix the preset definitions"
             case .invalidPreset(let name, let reason):
                 "preset '\(name)' is invalid: \(reason)"
+            case .sourceResolutionTooLarge(let width, let height, let limit):
+                "source image is \(width)x\(height), over the limit of \(limit): use a smaller source image"
+            case .sourceFileTooLarge(let bytes, let limit):
+                "source image is \(bytes) bytes, over the limit of \(limit): use a smaller source file"
+            case .tooManyFrames(let frames, let limit):
+                "source image is an animation of \(frames) frames, over the limit of \(limit): use a source with fewer frames"
+            case .sourceUndecodable(let reason):
+                "source is not an image the service decodes: \(reason)"
+            case .processingFailed(let reason):
+                "processing the source failed: \(reason)"
             }
         }
     }
