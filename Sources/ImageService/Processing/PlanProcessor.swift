@@ -65,10 +65,13 @@ public struct PlanProcessor: ImageProcessing {
         parts.append("rot:\(plan.rotate)")
         parts.append("ar:\(autoRotate ? 1 : 0)")
         parts.append("sm:\(stripsMetadata ? 1 : 0)")
-        switch output {
-        case let .format(format): parts.append("f:\(format.rawValue):q\(quality(of: Self.encodingFormat(format)))")
-        case .sourceFormat: parts.append("f:source:q" + qualityByFormat)
+        // The quality only where an encoder takes one: `q:50` changes no PNG.
+        let formats = switch output {
+        case let .format(format): [Self.encodingFormat(format)]
+        case .sourceFormat: Imaging.Encoding.Format.allCases
         }
+        let qualities = formats.filter(\.takesQuality).map { "\($0.rawValue)\(quality(of: $0))" }
+        parts.append("f:" + (output == .sourceFormat ? "source" : formats[0].rawValue) + (qualities.isEmpty ? "" : ":" + qualities.joined(separator: ",")))
         return parts.joined(separator: "/")
     }
 
@@ -80,8 +83,8 @@ public struct PlanProcessor: ImageProcessing {
 
     /// The quality `format` is written at: the plan's, or imgproxy's defaults: 80 for JPEG
     /// (`IMGPROXY_QUALITY`), 79 for WebP and 63 for AVIF (`IMGPROXY_FORMAT_QUALITY`: the
-    /// qualities at which each looks as good as JPEG at 80, in smaller files). PNG and GIF are
-    /// lossless or palette formats that take no quality; they carry 80, unused.
+    /// qualities at which each looks as good as JPEG at 80, in smaller files). PNG and GIF take
+    /// no quality; they carry 80, unused.
     public func quality(of format: Imaging.Encoding.Format) -> Int {
         if let quality = plan.quality { return quality }
         return switch format {
@@ -89,11 +92,6 @@ public struct PlanProcessor: ImageProcessing {
         case .avif: 63
         case .jpeg, .png, .gif: 80
         }
-    }
-
-    /// The qualities of every format, for an output that depends on the source's.
-    private var qualityByFormat: String {
-        Imaging.Encoding.Format.allCases.map { "\($0.rawValue)\(quality(of: $0))" }.joined(separator: ",")
     }
 
     /// Makes the result from `image`'s bytes, read in place; the output is copied once, from
@@ -152,6 +150,11 @@ public struct PlanProcessor: ImageProcessing {
         case .gif: .gif
         }
     }
+}
+
+extension Imaging.Encoding.Format {
+    /// Whether the encoder takes a quality: the lossy ones.
+    var takesQuality: Bool { self == .jpeg || self == .webp || self == .avif }
 }
 
 extension ImageService.Error {

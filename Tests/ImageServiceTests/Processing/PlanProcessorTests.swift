@@ -263,6 +263,13 @@ import Testing
         ("/_/w:300/g:ce:0:0/plain/http://a/x.jpg", "/_/w:300/g:ce/plain/http://a/x.jpg"),
     ]
 
+    @Test func qualityCountsOnlyForLossyFormats() throws {
+        let path = "/_/w:300/plain/http://a/x.jpg", lower = "/_/w:300/q:50/plain/http://a/x.jpg"
+        #expect(try identifier(path, .format(.png)) == identifier(lower, .format(.png)))
+        #expect(try identifier(path, .format(.webp)) != identifier(lower, .format(.webp)))
+        #expect(try identifier(path, .sourceFormat) != identifier(lower, .sourceFormat))
+    }
+
     @Test(arguments: sameProcessing)
     func twoSpellingsOneIdentifier(first: String, second: String) throws {
         #expect(try identifier(first) == identifier(second))
