@@ -148,8 +148,9 @@ extension PlanProcessor {
     }
 
     /// Where an `inner` area sits in an `outer` one at `gravity`: imgproxy's position, with
-    /// offsets in pixels times `offsetScale` (the dpr) pushing away from the gravity's edge, and
-    /// a focus point centred where it can be; kept inside `outer`.
+    /// offsets (pixels times `offsetScale`, the dpr; or fractions of `outer` below 1) pushing
+    /// away from the gravity's edge, and a focus point centred where it can be; kept inside
+    /// `outer`.
     static func position(
         outer: (width: Int, height: Int), inner: (width: Int, height: Int), gravity: Gravity, offsetScale: Double
     ) -> (x: Int, y: Int) {
@@ -158,10 +159,14 @@ extension PlanProcessor {
             x = scaledToEven(outer.width, by: gravity.x) - inner.width / 2
             y = scaledToEven(outer.height, by: gravity.y) - inner.height / 2
         } else {
-            let offsetX = Int((gravity.x * offsetScale).rounded(.toNearestOrEven))
-            let offsetY = Int((gravity.y * offsetScale).rounded(.toNearestOrEven))
-            x = (outer.width - inner.width + 1) / 2 + offsetX
-            y = (outer.height - inner.height + 1) / 2 + offsetY
+            // An offset of 1 or more is pixels (times the dpr); below 1, a fraction of the outer side.
+            func offset(_ value: Double, _ side: Int) -> Int {
+                abs(value) >= 1 ? Int((value * offsetScale).rounded(.toNearestOrEven)) : scaledToEven(side, by: value)
+            }
+            let offsetX = offset(gravity.x, outer.width)
+            let offsetY = offset(gravity.y, outer.height)
+            x = scaledToEven(outer.width - inner.width + 1, by: 0.5) + offsetX
+            y = scaledToEven(outer.height - inner.height + 1, by: 0.5) + offsetY
             switch gravity.kind {
             case .north, .northEast, .northWest: y = offsetY
             case .south, .southEast, .southWest: y = outer.height - inner.height - offsetY

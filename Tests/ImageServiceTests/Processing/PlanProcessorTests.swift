@@ -107,6 +107,29 @@ import Testing
         #expect(try pixel(image, 53, 2, is: TestImages.green))
     }
 
+    @Test func stepsShrinkOnLoadUnlessCutFirst() throws {
+        let landscape = ImageInfo(format: .jpeg, width: 640, height: 480, bands: 3, hasAlpha: false)
+        func steps(_ options: String, _ source: ImageInfo = landscape) throws -> [Imaging.Operation] {
+            let plan = try plan(options)
+            return PlanProcessor.operations(for: plan, source: source, autoRotate: plan.autoRotate ?? true, flattensAlpha: false)
+        }
+        // The resize right after auto-rotation: libvips shrinks on load.
+        #expect(try steps("w:320") == [.autoRotate, .resize(width: 320, height: 240)])
+        #expect(try steps("w:320/ar:0") == [.resize(width: 320, height: 240)])
+        // Turned by the plan after resizing, so the resize is of the unturned image.
+        #expect(try steps("w:240/rot:90") == [.autoRotate, .resize(width: 320, height: 240), .rotate(degrees: 90)])
+        // Sides swapped by the EXIF orientation: the size is of the upright image.
+        let sideways = ImageInfo(format: .jpeg, width: 640, height: 480, bands: 3, hasAlpha: false, orientation: 6)
+        #expect(try steps("w:240", sideways) == [.autoRotate, .resize(width: 240, height: 320)])
+        // A crop comes before the resize, in the turned image.
+        #expect(try steps("c:320:240:nowe/w:160") == [.autoRotate, .crop(x: 0, y: 0, width: 320, height: 240), .resize(width: 160, height: 120)])
+        // Offsets below 1 are fractions of the side; fill with an extend and a background.
+        #expect(try steps("rs:fill:100:480/g:we:0.25:0") == [.autoRotate, .crop(x: 160, y: 0, width: 100, height: 480)])
+        #expect(try steps("rs:fit:700:700/ex:1:no/bg:ff0000") == [
+            .autoRotate, .extend(x: 30, y: 0, width: 700, height: 700), .flatten(red: 255, green: 0, blue: 0),
+        ])
+    }
+
     @Test func smartGravityPicksTheDetailedPart() async throws {
         let smart = try await result("rs:fill:100:100/g:sm", TestImages.patchAtRight)
         let east = try await result("rs:fill:100:100/g:ea", TestImages.patchAtRight)
