@@ -16,7 +16,8 @@ public struct PlanProcessor: ImageProcessing {
         /// This format.
         case format(ProcessingPlan.Format)
         /// The source's own format when libvips writes it, else JPEG. (The libvips EmojiArt
-        /// ships writes every format `Imaging` reads: PNG, JPEG, WebP, GIF and AVIF.)
+        /// ships writes every format `Imaging` reads: PNG, JPEG, WebP, GIF and AVIF; a system
+        /// libvips may lack an AV1 encoder, and then an AVIF source gives JPEG.)
         case sourceFormat
     }
 
@@ -140,16 +141,20 @@ public struct PlanProcessor: ImageProcessing {
         }
     }
 
-    /// The encoder for a source's own format: each format `Imaging` reads, it also writes.
+    /// The encoder for a source's own format: each format `Imaging` reads, it also writes,
+    /// AVIF when this libvips has an AV1 encoder; JPEG otherwise.
     static func encodingFormat(source: ImageFormat) -> Imaging.Encoding.Format {
         switch source {
         case .jpeg: .jpeg
         case .png: .png
         case .webp: .webp
-        case .avif: .avif
+        case .avif: writesAVIF ? .avif : .jpeg
         case .gif: .gif
         }
     }
+
+    /// Whether this process's libvips writes AVIF, asked once (a 2 x 2 image encoded and read back).
+    static let writesAVIF = Imaging().canEncode(.avif(quality: 50, effort: 0))
 }
 
 extension Imaging.Encoding.Format {

@@ -198,10 +198,12 @@ import Testing
     @Test func writesTheChosenFormat() async throws {
         let gif = try imaging.process(TestImages.quadrants, operations: [.resize(width: 64, height: 48)], encoding: .init(.gif)).data
         let jpeg = try imaging.process(TestImages.quadrants, operations: [], encoding: .init(.jpeg)).data
+        let avif = try imaging.process(TestImages.quadrants, operations: [.resize(width: 64, height: 48)], encoding: .init(.avif)).data
         let cases: [([UInt8], PlanProcessor.Output, String)] = [
             (TestImages.quadrants, .sourceFormat, "image/png"),
             (jpeg, .sourceFormat, "image/jpeg"),
             (gif, .sourceFormat, "image/gif"),
+            (avif, .sourceFormat, PlanProcessor.writesAVIF ? "image/avif" : "image/jpeg"),
             (TestImages.quadrants, .format(.jpeg), "image/jpeg"),
             (TestImages.quadrants, .format(.webp), "image/webp"),
             (TestImages.quadrants, .format(.avif), "image/avif"),
