@@ -195,6 +195,27 @@ import Testing
         #expect(try pixel(both, 236, 316, is: TestImages.green, tolerance: 40))
     }
 
+    // Each EXIF orientation, and which quadrant shows top-left and top-right once upright.
+    static let orientations: [(UInt16, [Int], [UInt8], [UInt8])] = [
+        (1, [160, 120], TestImages.red, TestImages.green),
+        (2, [160, 120], TestImages.green, TestImages.red),  // mirrored
+        (3, [160, 120], TestImages.white, TestImages.blue),  // upside down
+        (4, [160, 120], TestImages.blue, TestImages.white),  // flipped
+        (5, [120, 160], TestImages.red, TestImages.blue),  // transposed
+        (6, [120, 160], TestImages.blue, TestImages.red),
+        (7, [120, 160], TestImages.white, TestImages.green),  // transversed
+        (8, [120, 160], TestImages.green, TestImages.white),
+    ]
+
+    @Test(arguments: orientations)
+    func turnsEveryOrientationUpright(orientation: UInt16, size: [Int], topLeft: [UInt8], topRight: [UInt8]) async throws {
+        let jpeg = try imaging.process(TestImages.quadrants, operations: [], encoding: .init(.jpeg, quality: 95)).data
+        let image = try await result("rs:fit:160:160", TestImages.withOrientation(jpeg, orientation))
+        #expect(try self.size(image) == size)
+        #expect(try pixel(image, 3, 3, is: topLeft, tolerance: 40))
+        #expect(try pixel(image, size[0] - 4, 3, is: topRight, tolerance: 40))
+    }
+
     @Test func writesTheChosenFormat() async throws {
         let gif = try imaging.process(TestImages.quadrants, operations: [.resize(width: 64, height: 48)], encoding: .init(.gif)).data
         let jpeg = try imaging.process(TestImages.quadrants, operations: [], encoding: .init(.jpeg)).data
