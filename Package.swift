@@ -92,7 +92,8 @@ let package = Package(
             name: "HTTPCaching",
             swiftSettings: swiftSettings
         ),
-        // imgproxy's signed URLs decoded and checked into a canonical processing plan: issue 49.
+        // imgproxy's signed URLs decoded and checked into a canonical processing plan, and the
+        // plan carried out with libvips as an ImageCache processor: issue 49.
         .target(
             name: "ImageService",
             dependencies: [

@@ -138,6 +138,100 @@ static inline int cvips_getpoint(VipsImage *in, double **vector, int *n, int x, 
     return vips_getpoint(in, vector, n, x, y, NULL);
 }
 
+// Processing steps (Imaging+Process.swift): each takes one image and makes another.
+
+/// Shrink-on-load thumbnail to exactly width x height (size FORCE: the caller computed the
+/// size), rotated upright by its EXIF orientation unless `no_rotate`.
+static inline int cvips_thumbnail_buffer_exact(void *buf, size_t len, VipsImage **out, int width, int height,
+                                               int no_rotate, const char *option_string) {
+    return vips_thumbnail_buffer(buf, len, out, width, "height", height, "size", VIPS_SIZE_FORCE,
+                                 "no_rotate", no_rotate ? TRUE : FALSE, "option_string", option_string, NULL);
+}
+
+/// A thumbnail of an image in memory at exactly width x height, not rotated.
+static inline int cvips_thumbnail_image_exact(VipsImage *in, VipsImage **out, int width, int height) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", VIPS_SIZE_FORCE, "no_rotate", TRUE, NULL);
+}
+
+/// Turns the image upright by its EXIF orientation (flips included) and removes the tag.
+static inline int cvips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+/// `angle` is a VipsAngle: VIPS_ANGLE_D90 (clockwise), _D180, _D270.
+static inline int cvips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) {
+    return vips_rot(in, out, angle, NULL);
+}
+
+static inline int cvips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+/// Crops to width x height around the part libvips' attention strategy finds interesting.
+static inline int cvips_smartcrop_attention(VipsImage *in, VipsImage **out, int width, int height) {
+    return vips_smartcrop(in, out, width, height, "interesting", VIPS_INTERESTING_ATTENTION, NULL);
+}
+
+/// Places the image at (x, y) on a width x height canvas of transparent black (alpha added if
+/// the image has none).
+static inline int cvips_embed_transparent(VipsImage *in, VipsImage **out, int x, int y, int width, int height) {
+    VipsImage *alpha = NULL;
+    int status;
+    if (vips_image_hasalpha(in)) {
+        alpha = in; g_object_ref(in);
+        status = 0;
+    } else {
+        status = vips_addalpha(in, &alpha, NULL);
+    }
+    if (status == 0) status = vips_embed(alpha, out, x, y, width, height, "extend", VIPS_EXTEND_BLACK, NULL);
+    if (alpha) g_object_unref(alpha);
+    return status;
+}
+
+/// Blends the image over a solid colour (`rgb`, three values 0...255) and drops alpha.
+static inline int cvips_flatten(VipsImage *in, VipsImage **out, const double *rgb) {
+    VipsArrayDouble *background = vips_array_double_new(rgb, 3);
+    int status = vips_flatten(in, out, "background", background, NULL);
+    vips_area_unref(VIPS_AREA(background));
+    return status;
+}
+
+static inline int cvips_srgb(VipsImage *in, VipsImage **out) {
+    return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+static inline int cvips_gaussblur(VipsImage *in, VipsImage **out, double sigma) {
+    return vips_gaussblur(in, out, sigma, NULL);
+}
+
+static inline int cvips_sharpen(VipsImage *in, VipsImage **out, double sigma) {
+    return vips_sharpen(in, out, "sigma", sigma, NULL);
+}
+
+// Savers with a quality and metadata stripped (`strip` non-zero) or kept.
+
+static inline int cvips_jpegsave_buffer_q(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
+    return vips_jpegsave_buffer(in, buf, len, "Q", quality, "strip", strip ? TRUE : FALSE, NULL);
+}
+
+static inline int cvips_pngsave_buffer_s(VipsImage *in, void **buf, size_t *len, int strip) {
+    return vips_pngsave_buffer(in, buf, len, "strip", strip ? TRUE : FALSE, NULL);
+}
+
+static inline int cvips_webpsave_buffer_q(VipsImage *in, void **buf, size_t *len, int quality, int strip) {
+    return vips_webpsave_buffer(in, buf, len, "Q", quality, "strip", strip ? TRUE : FALSE, NULL);
+}
+
+/// AVIF: AV1 in HEIF, 8 bits, at `effort` 0 (fastest) to 9.
+static inline int cvips_avifsave_buffer_q(VipsImage *in, void **buf, size_t *len, int quality, int effort, int strip) {
+    return vips_heifsave_buffer(in, buf, len, "Q", quality, "compression", VIPS_FOREIGN_HEIF_COMPRESSION_AV1,
+                                "effort", effort, "bitdepth", 8, "strip", strip ? TRUE : FALSE, NULL);
+}
+
+static inline int cvips_gifsave_buffer_s(VipsImage *in, void **buf, size_t *len, int strip) {
+    return vips_gifsave_buffer(in, buf, len, "strip", strip ? TRUE : FALSE, NULL);
+}
+
 static inline void cvips_unref(VipsImage *image) {
     if (image) g_object_unref(image);
 }

@@ -55,9 +55,6 @@ extension ImageService {
         case sourceTooLarge(url: String, limit: Int)
         /// The source's bytes are no image the service reads.
         case sourceNotAnImage(url: String, contentType: String)
-        /// The source could not be processed: `reason` is libvips' or the processor's; `tooLarge`
-        /// when it was refused for its size (pixels, frames, memory) rather than its contents.
-        case unprocessable(reason: String, tooLarge: Bool)
         /// The service has more work waiting than it takes; asking again later may succeed.
         case busy(stage: String)
         /// Anything else that failed while answering, said as it was reported.
@@ -74,6 +71,20 @@ extension ImageService {
         /// A redirect led to a URL that is not a source to fetch (not http(s), user information,
         /// no allowed prefix, or no URL at all): it was not followed.
         case redirectNotAllowed(from: String, to: String)
+
+        // Processing a source (PlanProcessor): each says the HTTP status a server answers with.
+        /// The source's header declares more pixels than the service takes (megapixels, a side,
+        /// or the memory decoding it would take): answer 413.
+        case sourceResolutionTooLarge(width: Int, height: Int, limit: String)
+        /// The source's file is larger than the service takes: answer 413.
+        case sourceFileTooLarge(bytes: Int, limit: Int)
+        /// The source is an animation of more frames than the service takes: answer 413.
+        case tooManyFrames(frames: Int, limit: Int)
+        /// The source is not an image libvips decodes (empty, text, another format, truncated or
+        /// corrupt): answer 422.
+        case sourceUndecodable(reason: String)
+        /// Processing or encoding failed on a good source: answer 500.
+        case processingFailed(reason: String)
 
         /// What happened and what to do about it.
         public var description: String {
@@ -130,8 +141,6 @@ extension ImageService {
                 "the source \(url) is larger than \(limit) bytes: use a smaller source, or raise the service's limit"
             case .sourceNotAnImage(let url, let contentType):
                 "the source \(url) is not an image (Content-Type \(contentType)): give the URL of an image"
-            case .unprocessable(let reason, _):
-                "the source could not be processed: \(reason)"
             case .busy(let stage):
                 "the service is busy (\(stage)): try again in a moment"
             case .failed(let reason):
@@ -144,6 +153,16 @@ extension ImageService {
                 "source \(source) redirected more than \(limit) times: give the final URL of the image, or raise the redirect limit"
             case .redirectNotAllowed(let from, let to):
                 "source \(from) redirected to \(to), which is not an allowed source: it was not followed; give a URL that answers the image itself, or allow the target's prefix"
+            case .sourceResolutionTooLarge(let width, let height, let limit):
+                "source image is \(width)x\(height), over the limit of \(limit): use a smaller source image"
+            case .sourceFileTooLarge(let bytes, let limit):
+                "source image is \(bytes) bytes, over the limit of \(limit): use a smaller source file"
+            case .tooManyFrames(let frames, let limit):
+                "source image is an animation of \(frames) frames, over the limit of \(limit): use a source with fewer frames"
+            case .sourceUndecodable(let reason):
+                "source is not an image the service decodes: \(reason)"
+            case .processingFailed(let reason):
+                "processing the source failed: \(reason)"
             }
         }
     }

@@ -26,6 +26,8 @@ extension Imaging {
         case invalidArgument(String)
         /// libvips could not start.
         case libraryUnavailable(String)
+        /// The header declares more frames (an animation's pages) than ``Limits/maxFrames``.
+        case tooManyFrames(frames: Int, limit: Int)
 
         public var description: String {
             switch self {
@@ -61,6 +63,8 @@ extension Imaging {
                 return "invalid argument: \(message)"
             case let .libraryUnavailable(message):
                 return "libvips could not start (\(message)): is libvips installed? run scripts/bootstrap"
+            case let .tooManyFrames(frames, limit):
+                return "the image is an animation of \(frames) frames, over the limit of \(limit): raise the frame limit or use an image with fewer frames"
             }
         }
     }

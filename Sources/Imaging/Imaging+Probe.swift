@@ -4,11 +4,12 @@ import Foundation
 extension Imaging {
     /// Reads format, size and bands from the header, without decoding pixels.
     ///
-    /// Checks ``Limits/maxBytes``, ``Limits/maxPixels``, ``Limits/maxSide`` and
-    /// ``Limits/maxDecodeMemory``. Safe to call concurrently.
+    /// Checks ``Limits/maxBytes``, ``Limits/maxPixels``, ``Limits/maxSide``,
+    /// ``Limits/maxFrames`` and ``Limits/maxDecodeMemory``. Safe to call concurrently.
     /// - Throws: ``Error/empty``, ``Error/inputTooLarge(bytes:limit:)``,
     ///   ``Error/unknownFormat(byteCount:looksLikeText:)``, ``Error/unsupportedFormat(_:)``,
     ///   ``Error/tooManyPixels(width:height:limit:)``, ``Error/sideTooLong(width:height:limit:)``,
+    ///   ``Error/tooManyFrames(frames:limit:)``,
     ///   ``Error/tooMuchMemoryToDecode(format:width:height:bytes:limit:)`` or
     ///   ``Error/corrupt(format:detail:)``.
     public func probe(_ data: [UInt8]) throws(Error) -> ImageInfo {
@@ -42,7 +43,9 @@ extension Imaging {
         let image = VipsImage(header)
         let info = ImageInfo(
             format: format, width: image.width, height: image.height,
-            bands: image.bands, hasAlpha: image.hasAlpha
+            bands: image.bands, hasAlpha: image.hasAlpha,
+            frames: max(1, Int(vips_image_get_n_pages(image.pointer))),
+            orientation: min(8, max(1, Int(vips_image_get_orientation(image.pointer))))
         )
         // Multiplied in Int64-safe Int on 64-bit; headers can claim up to 2^31 per side.
         guard info.width.multipliedReportingOverflow(by: info.height).partialValue <= limits.maxPixels,
@@ -52,6 +55,9 @@ extension Imaging {
         }
         guard info.width <= limits.maxSide, info.height <= limits.maxSide else {
             throw .sideTooLong(width: info.width, height: info.height, limit: limits.maxSide)
+        }
+        guard info.frames <= limits.maxFrames else {
+            throw .tooManyFrames(frames: info.frames, limit: limits.maxFrames)
         }
         let memory = Self.decodeMemory(of: info, bytesPerSample: image.bytesPerSample, interlaced: image.isInterlaced)
         guard memory <= limits.maxDecodeMemory else {

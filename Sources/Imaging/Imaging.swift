@@ -38,16 +38,21 @@ public struct Imaging: Sendable {
         /// 10-bit AVIF. Before it, a 1.8 KB 12-bit AVIF of 7,071 x 7,071 pixels took 1 GB and
         /// 2.6 s to thumbnail.
         public var maxDecodeMemory: Int
+        /// Most frames (pages) an input may declare, read from its header (`n-pages`). Default:
+        /// no limit, because `Imaging` decodes the first frame only; an image service that
+        /// refuses large animations (as imgproxy caps them) sets it.
+        public var maxFrames: Int
 
         /// Creates limits.
         public init(
             maxPixels: Int = 50_000_000, maxSide: Int = 32_768, maxBytes: Int = 50 * 1024 * 1024,
-            maxDecodeMemory: Int = 384 * 1024 * 1024
+            maxDecodeMemory: Int = 384 * 1024 * 1024, maxFrames: Int = .max
         ) {
             self.maxPixels = maxPixels
             self.maxSide = maxSide
             self.maxBytes = maxBytes
             self.maxDecodeMemory = maxDecodeMemory
+            self.maxFrames = maxFrames
         }
 
         /// 50 megapixels, 32,768 pixels a side, 50 MB, and 384 MiB to decode.

@@ -150,7 +150,7 @@ import TestSupport
         let page = Array("<html><body>not an image</body></html>".utf8)
         origin.set("page.jpg", .image(page, contentType: "image/jpeg"))
         origin.set("broken.jpg", .status(500))
-        try await Self.withService(origin, maxSourceBytes: 64 << 10) { service in
+        try await Self.withService(origin, maxSourceBytes: 16 << 10) { service in
             let good = service.url(["rs:fit:64:64"], "photo.jpg")
             var forged = Array(good.utf8)
             let signatureStart = service.base.utf8.count + 1
@@ -173,7 +173,7 @@ import TestSupport
                 #expect(answer.headers.first(name: "cache-control") == "no-store")
                 #expect(!text.contains("<html>"), "never the source's bytes")
             }
-            // The photo is larger than this service's 64 KiB: 413, from its length.
+            // The photo (27 KiB) is larger than this service's 16 KiB: 413, from its length.
             let large = try await service.get(good)
             #expect(large.status == 413, "\(String(decoding: large.body, as: UTF8.self))")
         }

@@ -23,6 +23,8 @@ public struct ImageServer: Sendable {
     public let metrics: ImageServiceMetrics
     let decoder: RequestDecoder
     let imaging: Imaging
+    /// What a source may be, checked from its header before it is decoded.
+    let limits: Imaging.Limits
 
     /// A service over `pipeline`.
     /// - Throws: ``ImageService/Error/invalidPreset(name:reason:)`` for a preset that does not
@@ -33,6 +35,10 @@ public struct ImageServer: Sendable {
         self.metrics = metrics
         decoder = try RequestDecoder(configuration: .init(signing: configuration.signing, presets: configuration.presets))
         imaging = Imaging()
+        limits = Imaging.Limits(
+            maxPixels: Int(configuration.maxSourceMegapixels * 1_000_000), maxBytes: configuration.sources.maxSourceBytes,
+            maxFrames: configuration.maxAnimationFrames
+        )
     }
 
     /// A pipeline for the service: sources fetched by a ``SourceFetcher`` of the configuration's
@@ -88,10 +94,7 @@ public struct ImageServer: Sendable {
         try configuration.sources.check(source)
 
         let output = plan.format.map(PlanProcessor.Output.format) ?? negotiated(accept)
-        let processor = PlanProcessor(
-            plan: plan, output: output,
-            limits: .init(maxSourcePixels: Int(configuration.maxSourceMegapixels * 1_000_000), maxFrames: configuration.maxAnimationFrames)
-        )
+        let processor = PlanProcessor(plan: plan, output: output, limits: limits)
         let request = ImageRequest(url: source, processor: TimedProcessor(processor, metrics: metrics))
         let image: Image
         do {

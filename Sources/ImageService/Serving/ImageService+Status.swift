@@ -1,6 +1,5 @@
 public import HTTPTypes
 public import ImageCache
-import Imaging
 
 extension ImageService.Error {
     /// The status a request refused or failed for this reason is answered with, as imgproxy's
@@ -12,13 +11,12 @@ extension ImageService.Error {
         case .malformedSignature, .signatureMismatch: .forbidden
         // As imgproxy answers a source it may not fetch: like one that is not there.
         case .expired, .sourceNotFound, .sourceNotAllowed, .addressNotAllowed, .redirectNotAllowed: .notFound
-        case .sourceTooLarge: .contentTooLarge
-        case .sourceNotAnImage: .unprocessableContent
-        case .unprocessable(_, let tooLarge): tooLarge ? .contentTooLarge : .unprocessableContent
+        case .sourceTooLarge, .sourceFileTooLarge, .sourceResolutionTooLarge, .tooManyFrames: .contentTooLarge
+        case .sourceNotAnImage, .sourceUndecodable: .unprocessableContent
         case .sourceFailed, .tooManyRedirects: .badGateway
         case .sourceTimedOut: .gatewayTimeout
         case .busy: .serviceUnavailable
-        case .failed, .invalidKey, .invalidSignatureSize, .invalidPreset: .internalServerError
+        case .failed, .processingFailed, .invalidKey, .invalidSignatureSize, .invalidPreset: .internalServerError
         case .pathTooLong, .malformedPath, .invalidBase64Source, .invalidPercentEncoding, .invalidSourceURL,
             .encryptedSourceUnsupported, .tooManyOptions, .unknownOption, .unsupportedOption, .tooManyArguments,
             .invalidArgument, .outOfRange, .unsupportedFormat, .unknownPreset, .recursivePreset:
@@ -42,29 +40,13 @@ extension ImageService.Error {
         case let .notAnImage(url, contentType):
             self = .sourceNotAnImage(url: url, contentType: contentType)
         case let .processingFailed(_, underlying):
-            if let service = underlying as? ImageService.Error {
-                self = service
-            } else if let imaging = underlying as? Imaging.Error {
-                self = .unprocessable(reason: imaging.description, tooLarge: imaging.isAboutSize)
-            } else {
-                self = .unprocessable(reason: String(describing: underlying), tooLarge: false)
-            }
+            self = underlying as? ImageService.Error ?? .processingFailed(reason: String(describing: underlying))
         case let .tooBusy(stage, _):
             self = .busy(stage: stage)
         case let .invalidURL(url):
             self = .invalidSourceURL("\(url) cannot be fetched")
         default:
             self = .failed(error.description)
-        }
-    }
-}
-
-extension Imaging.Error {
-    /// Whether the image was refused for its size (bytes, pixels, sides, memory), not its contents.
-    var isAboutSize: Bool {
-        switch self {
-        case .inputTooLarge, .tooManyPixels, .sideTooLong, .tooMuchMemoryToDecode: true
-        default: false
         }
     }
 }

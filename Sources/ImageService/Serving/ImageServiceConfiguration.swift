@@ -15,8 +15,8 @@ public struct ImageServiceConfiguration: Sendable {
     /// The largest source resolution decoded, in megapixels; a source above it is refused from
     /// its header, before any decode (imgproxy's `IMGPROXY_MAX_SRC_RESOLUTION`, 50 by default).
     public var maxSourceMegapixels: Double
-    /// The most frames of an animated source (imgproxy's `IMGPROXY_MAX_ANIMATION_FRAMES`); only
-    /// the first frame is processed, but a source with more is refused before decoding.
+    /// The most frames an animated source may declare (100 by default); only the first frame is
+    /// processed, and a source with more is refused from its header, before decoding.
     public var maxAnimationFrames: Int
     /// How long clients and proxies may keep an answer, in seconds (`Cache-Control: public,
     /// max-age`; imgproxy's `IMGPROXY_TTL`, a year by default); a URL's `expires` shortens it.
@@ -34,7 +34,7 @@ public struct ImageServiceConfiguration: Sendable {
     /// A configuration with imgproxy's defaults.
     public init(
         signing: RequestDecoder.Configuration.Signing, sources: SourcePolicy, presets: [String: String] = [:],
-        maxSourceMegapixels: Double = 50, maxAnimationFrames: Int = 1, ttl: Int = 31_536_000,
+        maxSourceMegapixels: Double = 50, maxAnimationFrames: Int = 100, ttl: Int = 31_536_000,
         offersAVIF: Bool = true, offersWebP: Bool = true, pathPrefix: String = ""
     ) {
         self.signing = signing
