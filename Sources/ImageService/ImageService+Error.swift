@@ -85,6 +85,9 @@ extension ImageService {
         case sourceUndecodable(reason: String)
         /// Processing or encoding failed on a good source: answer 500.
         case processingFailed(reason: String)
+        /// The options ask for a result (an enlargement, an extension) of more pixels than the
+        /// service makes: answer 422.
+        case resultTooLarge(width: Int, height: Int, limit: Int)
 
         /// What happened and what to do about it.
         public var description: String {
@@ -163,6 +166,8 @@ extension ImageService {
                 "source is not an image the service decodes: \(reason)"
             case .processingFailed(let reason):
                 "processing the source failed: \(reason)"
+            case .resultTooLarge(let width, let height, let limit):
+                "the options ask for a \(width)x\(height) result, over the service's limit of \(limit) pixels: ask for a smaller size, or drop enlarge or extend"
             }
         }
     }

@@ -28,6 +28,10 @@ extension Imaging {
         case libraryUnavailable(String)
         /// The header declares more frames (an animation's pages) than ``Limits/maxFrames``.
         case tooManyFrames(frames: Int, limit: Int)
+        /// A step of ``Imaging/process(_:operations:encoding:)`` would make an image of more
+        /// pixels than ``Limits/maxPixels``, or a side longer than ``Limits/maxSide``: refused
+        /// before anything is decoded.
+        case resultTooLarge(width: Int, height: Int, limit: Int)
 
         public var description: String {
             switch self {
@@ -65,6 +69,8 @@ extension Imaging {
                 return "libvips could not start (\(message)): is libvips installed? run scripts/bootstrap"
             case let .tooManyFrames(frames, limit):
                 return "the image is an animation of \(frames) frames, over the limit of \(limit): raise the frame limit or use an image with fewer frames"
+            case let .resultTooLarge(width, height, limit):
+                return "the result would be \(width)x\(height), over the limit of \(limit) pixels (or of a side): ask for a smaller size"
             }
         }
     }

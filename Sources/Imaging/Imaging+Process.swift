@@ -183,9 +183,13 @@ extension Imaging {
             case let .rotate(degrees):
                 guard [0, 90, 180, 270].contains(degrees) else { throw .invalidArgument("rotation of \(degrees) degrees: use 0, 90, 180 or 270") }
             case let .crop(_, _, width, height), let .smartCrop(width, height), let .resize(width, height), let .extend(_, _, width, height):
-                guard sides.contains(width), sides.contains(height) else {
+                guard width >= 1, height >= 1 else {
                     throw .invalidArgument("\(step) makes a \(width)x\(height) image: each side must be 1...\(limits.maxSide)")
                 }
+                // An enlargement or an extension costs its result's pixels, whatever the source's.
+                guard sides.contains(width), sides.contains(height), width.multipliedReportingOverflow(by: height).partialValue <= limits.maxPixels,
+                      !width.multipliedReportingOverflow(by: height).overflow
+                else { throw .resultTooLarge(width: width, height: height, limit: limits.maxPixels) }
             case .flatten:
                 break
             case let .blur(sigma), let .sharpen(sigma):

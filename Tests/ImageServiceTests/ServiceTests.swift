@@ -150,6 +150,7 @@ import TestSupport
         let page = Array("<html><body>not an image</body></html>".utf8)
         origin.set("page.jpg", .image(page, contentType: "image/jpeg"))
         origin.set("broken.jpg", .status(500))
+        origin.set("small.png", .image(try Self.fixture("rgba.png")))
         try await Self.withService(origin, maxSourceBytes: 16 << 10) { service in
             let good = service.url(["rs:fit:64:64"], "photo.jpg")
             var forged = Array(good.utf8)
@@ -163,6 +164,10 @@ import TestSupport
                 (service.url(["rs:fit:64:64"], "missing.jpg"), 404, "missing.jpg"),
                 (service.url(["rs:fit:64:64"], "broken.jpg"), 502, "500"),
                 (service.url(["rs:fit:64:64"], "page.jpg"), 422, "not an image"),
+                // An enlargement past the side limit (8192 x 8), an extension past the pixel limit
+                // (50 MP): refused before decoding.
+                (service.url(["rs:fit:8192:8192:1", "dpr:8"], "small.png"), 422, "smaller size"),
+                (service.url(["ex:1:ce", "rs:fit:8192:8192"], "small.png"), 422, "smaller size"),  // 67 MP, sides within
                 (service.base + Self.signer.path(options: ["rs:fit:64:64"], source: "http://example.com/x.jpg"), 404, "allowed sources"),
             ]
             for (url, status, words) in cases {

@@ -177,6 +177,8 @@ extension ImageService.Error {
             self = .sourceFileTooLarge(bytes: bytes, limit: limit)
         case let .tooManyFrames(frames, limit):
             self = .tooManyFrames(frames: frames, limit: limit)
+        case let .resultTooLarge(width, height, limit):
+            self = .resultTooLarge(width: width, height: height, limit: limit)
         case .empty, .unknownFormat, .unsupportedFormat, .corrupt:
             self = .sourceUndecodable(reason: error.description)
         case .encodeFailed, .invalidArgument, .libraryUnavailable:

@@ -12,7 +12,7 @@ extension ImageService.Error {
         // As imgproxy answers a source it may not fetch: like one that is not there.
         case .expired, .sourceNotFound, .sourceNotAllowed, .addressNotAllowed, .redirectNotAllowed: .notFound
         case .sourceTooLarge, .sourceFileTooLarge, .sourceResolutionTooLarge, .tooManyFrames: .contentTooLarge
-        case .sourceNotAnImage, .sourceUndecodable: .unprocessableContent
+        case .sourceNotAnImage, .sourceUndecodable, .resultTooLarge: .unprocessableContent
         case .sourceFailed, .tooManyRedirects: .badGateway
         case .sourceTimedOut: .gatewayTimeout
         case .busy: .serviceUnavailable
