@@ -283,8 +283,10 @@ let package = Package(
         .testTarget(
             name: "ImageServiceTests",
             dependencies: [
-                "HTTPCaching", "ImageCache", "ImageService", "Imaging", "TestSupport",
+                "FastLane", "HTTPCaching", "ImageCache", "ImageService", "Imaging", "TestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: app),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: app),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: app),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import HTTPTypes
 import ImageCache
+import ImageService
 import NIOCore
 import Testing
 import TestSupport
@@ -231,9 +232,13 @@ import TestSupport
         let directory = TemporaryDirectory()
         let pipeline = ImagePipeline(configuration: .init(diskDirectory: directory.url, synchronizesWrites: false, fetcher: EmojiArtModel.galleryFetcher()))
         let galleryURL = URL(string: "http://127.0.0.1:1")!
-        let app = try EmojiArtApp.buildRouter(
-            AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust), model: makeModel(galleryURL, pipeline), pipeline: pipeline
+        // With the image service, whose routes the edge lists under its prefix.
+        var configuration = AppConfiguration(port: 0, galleryURL: galleryURL, trust: testGalleryTrust)
+        let service = ImageServiceConfiguration(
+            signing: .unsignedAllowed, sources: SourcePolicy(allowedSources: ["https://images.example.com/"]), pathPrefix: EdgeConfiguration.imageServicePrefix
         )
+        configuration.imageService = try ImageServer(configuration: service, pipeline: ImageServer.makePipeline(service, diskDirectory: nil))
+        let app = try EmojiArtApp.buildRouter(configuration, model: makeModel(galleryURL, pipeline), pipeline: pipeline)
         /// A route's path with each parameter (`{piece}`) as piece 5.
         func example(_ path: String) -> String {
             "/" + path.split(separator: "/").map { $0.hasPrefix("{") || $0.hasPrefix(":") ? "5" : String($0) }.joined(separator: "/")
@@ -243,9 +248,9 @@ import TestSupport
         for path in appPaths where !EdgeConfiguration.privateRoutes.contains(path) {
             #expect(EdgeConfiguration.edgeRoutes.contains { $0.matches(path) }, "the app's \(path) is not on the edge's list")
         }
-        let configuration = GalleryConfiguration(port: 0)
-        let publication = try Publication(art: try await ArtStore.load(configuration.catalog), seed: configuration.seed, now: configuration.now)
-        let gallery = try Gallery.buildRouter(configuration, publication: publication, metrics: GalleryMetrics(catalog: configuration.catalog))
+        let galleryConfiguration = GalleryConfiguration(port: 0)
+        let publication = try Publication(art: try await ArtStore.load(galleryConfiguration.catalog), seed: galleryConfiguration.seed, now: galleryConfiguration.now)
+        let gallery = try Gallery.buildRouter(galleryConfiguration, publication: publication, metrics: GalleryMetrics(catalog: galleryConfiguration.catalog))
         let galleryPaths = Set(gallery.routes.map { example($0.path.description) })
         #expect(galleryPaths.isSuperset(of: ["/gallery/images", "/gallery/image", "/gallery/key", "/metrics"]), "\(galleryPaths)")
         for path in galleryPaths where !EdgeConfiguration.privateRoutes.contains(path) {

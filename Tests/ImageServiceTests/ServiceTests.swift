@@ -1,11 +1,15 @@
 import AsyncHTTPClient
+@testable import FastLane
 import Foundation
+import Hummingbird
 import HTTPTypes
 import ImageCache
 @testable import ImageService
 import Imaging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
+import Synchronization
 import Testing
 import TestSupport
 
@@ -52,7 +56,7 @@ import TestSupport
             let directory = TemporaryDirectory("image-service")
             var configuration = ImageServiceConfiguration(
                 signing: .required(signer),
-                sources: SourcePolicy(allowedSources: [originURL.absoluteString + "/"], allowsLoopback: true, maxSourceBytes: maxSourceBytes),
+                sources: SourcePolicy(allowedSources: [originURL.absoluteString + "/"], allowsLoopback: true, maxSourceBytes: maxSourceBytes, timeout: .seconds(60)),
                 presets: ["thumb": "rs:fill:120:120"], maxSourceMegapixels: maxSourceMegapixels
             )
             change(&configuration)
@@ -218,6 +222,51 @@ import TestSupport
             #expect(answer.status == 200)
             let info = try Imaging().probe(answer.body)
             #expect(info.width == 120 && info.height == 120, "the preset's fill")
+        }
+    }
+}
+
+/// The service's memory hits on the event loop (``ImageServer/fastLane``): twin servers on one
+/// router and one service, one with the lane and one without, asked the same over raw connections.
+@Suite(.timeLimit(.minutes(3))) struct ServiceFastLaneTests {
+    @Test func aMemoryHitIsAnsweredByTheLaneByteForByteAsTheRouteAnswersIt() async throws {
+        let origin = TestOrigin()
+        origin.set("photo.jpg", .image(try ServiceTests.fixture("landscape.jpg"), contentType: "image/jpeg"))
+        try await ServiceTests.withService(origin) { service in
+            let lane = FastLane(serverName: "EmojiArt-ImageService", respond: service.server.fastLane)
+            let responder = ImageService.buildRouter(service.server).buildResponder()
+            func server(_ lane: FastLane?, _ running: @escaping @Sendable (Int) async -> Void) -> some Service {
+                Application(
+                    responder: responder, server: .http1(fastLane: lane),
+                    configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "EmojiArt-ImageService"),
+                    onServerRunning: { await running($0.localAddress?.port ?? 0) }
+                )
+            }
+            let path = String(service.url(["rs:fit:120:120"], "photo.jpg", encoding: .base64).dropFirst(service.base.count))
+            func ask(_ port: Int, _ fields: [String] = []) async throws -> RawHTTPResponse {
+                try await RawHTTPConnection.with(port: port) { connection in
+                    try await connection.send([path], fields: ["Host: 127.0.0.1"] + fields)
+                    return try #require(try await connection.response())
+                }
+            }
+            try await withLiveServer({ server(lane, $0) }) { lanePort in
+                try await withLiveServer({ server(nil, $0) }) { plainPort in
+                    let made = try await ask(plainPort)  // a miss: made by the route
+                    #expect(made.status == 200)
+                    let hit = try await ask(lanePort)
+                    #expect(lane.answers.count.load(ordering: .relaxed) == 1, "the lane answered the hit")
+                    #expect(hit.without(["date"]) == made.without(["date"]))
+                    #expect(try await ask(plainPort).without(["date"]) == hit.without(["date"]))
+                    let etag = try #require(hit.fields.first { $0.name.lowercased() == "etag" }?.value)
+                    let notModified = try await ask(lanePort, ["If-None-Match: \(etag)"])
+                    #expect(notModified.status == 304 && notModified.body.isEmpty)
+                    #expect(try await ask(plainPort, ["If-None-Match: \(etag)"]).without(["date"]) == notModified.without(["date"]))
+                    // Not in memory in WebP yet: passed on, made by the route.
+                    let webp = try await ask(lanePort, ["Accept: image/webp"])
+                    #expect(webp.status == 200 && lane.answers.count.load(ordering: .relaxed) == 2)
+                    #expect(webp.fields.contains { $0.name.lowercased() == "content-type" && $0.value == "image/webp" })
+                }
+            }
         }
     }
 }

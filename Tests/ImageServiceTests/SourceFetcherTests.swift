@@ -6,7 +6,7 @@ import TestSupport
 
 /// The source fetcher against a real origin on 127.0.0.1: what it fetches, and each way a source
 /// could reach what the service must not (each refusal test names the check it needs).
-@Suite(.timeLimit(.minutes(1))) struct SourceFetcherTests {
+@Suite(.timeLimit(.minutes(3))) struct SourceFetcherTests {
     let origin = TestOrigin()
 
     init() {
@@ -14,8 +14,11 @@ import TestSupport
     }
 
     /// A policy that takes the origin: loopback allowed, its prefix.
+    /// A minute for each fetch, not the default 10 s: a chain of redirects, each on a new
+    /// connection, took longer than 10 s with the whole suite running on two cores; only the time
+    /// limit's own tests set a short one.
     func allowing(_ base: URL, _ change: (inout SourcePolicy) -> Void = { _ in }) -> SourcePolicy {
-        var policy = SourcePolicy(allowedSources: ["\(base.absoluteString)/images/"], allowsLoopback: true)
+        var policy = SourcePolicy(allowedSources: ["\(base.absoluteString)/images/"], allowsLoopback: true, timeout: .seconds(60))
         change(&policy)
         return policy
     }
@@ -97,7 +100,7 @@ import TestSupport
     @Test func connectsToTheAddressItChecked() async throws {
         try await origin.run { base in
             let fetcher = SourceFetcher(
-                policy: SourcePolicy(allowedSources: ["http://source.test:\(base.port!)/"], allowsLoopback: true),
+                policy: SourcePolicy(allowedSources: ["http://source.test:\(base.port!)/"], allowsLoopback: true, timeout: .seconds(60)),
                 resolve: { host in host == "source.test" ? [SourceAddress("127.0.0.1")!] : [] }
             )
             let image = try await fetcher.fetch(ImageRequest(url: URL(string: "http://source.test:\(base.port!)/images/a")!))
@@ -144,7 +147,7 @@ import TestSupport
     @Test func refusesARedirectToALinkLocalAddress() async throws {
         origin.set("r", .redirect(to: "http://169.254.169.254/latest/meta-data/"))
         try await origin.run { base in
-            let fetcher = SourceFetcher(policy: SourcePolicy(allowedSources: [], allowsLoopback: true))
+            let fetcher = SourceFetcher(policy: SourcePolicy(allowedSources: [], allowsLoopback: true, timeout: .seconds(60)))
             let error = await failure { try await fetcher.fetch(ImageRequest(url: base.appendingPathComponent("images/r"))) }
             #expect(error as? ImageService.Error == .addressNotAllowed(host: "169.254.169.254", address: "169.254.169.254", kind: .linkLocal))
         }
@@ -157,7 +160,7 @@ import TestSupport
         try await origin.run { base in
             let fetcher = SourceFetcher(policy: allowing(base) { $0.maxRedirects = 3 })
             let error = await failure { try await fetcher.fetch(ImageRequest(url: base.appendingPathComponent("images/r1"))) }
-            #expect(error as? ImageService.Error == .tooManyRedirects(source: "\(base.absoluteString)/images/r1", limit: 3))
+            #expect(error as? ImageService.Error == .tooManyRedirects(source: "\(base.absoluteString)/images/r1", limit: 3), "\(String(describing: error))")
             #expect(origin.requests("r4") == 1 && origin.requests("a") == 0)  // its answer was the fourth
             // Three are followed.
             let image = try await fetcher.fetch(ImageRequest(url: base.appendingPathComponent("images/r2")))

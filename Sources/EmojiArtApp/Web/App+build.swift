@@ -28,8 +28,18 @@ public enum EmojiArtApp {
         let (router, services) = try buildRouterAndServices(configuration, model: model, pipeline: pipeline)
         await model.start()
         let serverName = "EmojiArt"
-        let lane = configuration.fastLane
-            ? FastLane(serverName: serverName, respond: ImageController<BasicRequestContext>(services: services).fastLane) : nil
+        let images = ImageController<BasicRequestContext>(services: services).fastLane
+        // The image service's memory hits too, behind the same `Host` check as the routes'.
+        let respond: FastLane.Responder = if let service = configuration.imageService?.fastLane {
+            { [allowedHosts = services.allowedHosts] request in
+                if let answer = images(request) { return answer }
+                if let host = request.firstValue(of: "Host"), !allowedHosts.allows(host: host.utf8[...]) { return nil }
+                return service(request)
+            }
+        } else {
+            images
+        }
+        let lane = configuration.fastLane ? FastLane(serverName: serverName, respond: respond) : nil
         var compression: (@Sendable () -> [any RemovableChannelHandler])?
         if configuration.compression { compression = { @Sendable in TextCompression.handlers() } }
         return Application(

@@ -41,16 +41,21 @@ extension ImageService {
         return router
     }
 
-    /// A server of the service alone, over HTTP/1.1: its pipeline is set up first.
+    /// A server of the service alone, over HTTP/1.1, memory hits answered on the event loop
+    /// (``ImageServer/fastLane``): its pipeline is set up first.
     public static func buildApplication(
         _ server: ImageServer, configuration: ServerConfiguration, logger: Logger = Logger(label: "image-service"),
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async -> some ApplicationProtocol {
         await server.pipeline.setUp()
+        let serverName = "EmojiArt-ImageService"
         return Application(
             router: buildRouter(server),
-            server: .http1(fastLane: nil, idleTimeout: configuration.idleTimeout, connections: ConnectionGuard(configuration.connections)),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "EmojiArt-ImageService"),
+            server: .http1(
+                fastLane: FastLane(serverName: serverName, respond: server.fastLane), idleTimeout: configuration.idleTimeout,
+                connections: ConnectionGuard(configuration.connections)
+            ),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
             logger: logger
         )
