@@ -240,4 +240,41 @@ static inline void cvips_free(void *p) {
     g_free(p);
 }
 
+/// When one evaluation must stop: a deadline on GLib's monotonic clock (microseconds) and a flag
+/// another thread may set (`g_atomic_int_set`). Owned by the caller (Imaging.Stop); it must
+/// outlive every image watched with it.
+typedef struct {
+    gint64 deadline;
+    gint cancelled;
+} CVipsStop;
+
+/// libvips' "eval" signal handler: marks the image killed once the stop's deadline has passed or
+/// its flag is set; libvips then ends the computation with an error ("killed").
+static void cvips_stop_check(VipsImage *image, void *progress, void *data) {
+    CVipsStop *stop = (CVipsStop *)data;
+    (void)progress;
+    if (g_atomic_int_get(&stop->cancelled) || g_get_monotonic_time() > stop->deadline) {
+        vips_image_set_kill(image, TRUE);
+    }
+}
+
+/// Reports `image`'s evaluation to `stop`'s check as it goes (every few scanlines).
+static inline void cvips_watch(VipsImage *image, CVipsStop *stop) {
+    vips_image_set_progress(image, TRUE);
+    g_signal_connect(image, "eval", G_CALLBACK(cvips_stop_check), stop);
+}
+
+/// GLib's monotonic clock, in microseconds.
+static inline gint64 cvips_monotonic_now(void) {
+    return g_get_monotonic_time();
+}
+
+static inline void cvips_stop_cancel(CVipsStop *stop) {
+    g_atomic_int_set(&stop->cancelled, 1);
+}
+
+static inline int cvips_stop_is_cancelled(CVipsStop *stop) {
+    return g_atomic_int_get(&stop->cancelled);
+}
+
 #endif

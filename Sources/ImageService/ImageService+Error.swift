@@ -88,6 +88,10 @@ extension ImageService {
         /// The options ask for a result (an enlargement, an extension) of more pixels than the
         /// service makes: answer 422.
         case resultTooLarge(width: Int, height: Int, limit: Int)
+        /// Processing took longer than the service's time limit and was stopped: answer 503.
+        case processingTimedOut(seconds: Double)
+        /// Processing was stopped because nobody waits for it any more.
+        case processingCancelled
 
         /// What happened and what to do about it.
         public var description: String {
@@ -168,6 +172,10 @@ extension ImageService {
                 "processing the source failed: \(reason)"
             case .resultTooLarge(let width, let height, let limit):
                 "the options ask for a \(width)x\(height) result, over the service's limit of \(limit) pixels: ask for a smaller size, or drop enlarge or extend"
+            case .processingTimedOut(let seconds):
+                "making the image took longer than the service's \(seconds) s and was stopped: ask for less (a smaller size, less blur or sharpening), or try again later"
+            case .processingCancelled:
+                "making the image was stopped: nobody waited for it any more"
             }
         }
     }

@@ -20,8 +20,11 @@ extension RequestDecoder {
         "colorize", "col", "duotone", "dt", "monochrome", "mc",
     ]
 
-    /// The largest blur or sharpen sigma accepted: past it the result is one color anyway.
+    /// The largest blur sigma accepted: past it the result is one color anyway.
     static let maxSigma = 100.0
+    /// The largest sharpen sigma accepted: libvips' sharpen takes 0.000001 to 10 (past it,
+    /// libvips ignored the value and logged a GLib warning, each value a cache entry of the same bytes).
+    static let maxSharpenSigma = 10.0
 
     func apply(_ option: Option, to plan: inout ProcessingPlan, used: inout [String]) throws(ImageService.Error) {
         let name = option.name
@@ -91,7 +94,7 @@ extension RequestDecoder {
             plan.blur = try Self.sigma(Self.first(option), option)
         case "sharpen", "sh":
             try Self.limit(option, to: 1)
-            plan.sharpen = try Self.sigma(Self.first(option), option)
+            plan.sharpen = try Self.sigma(Self.first(option), option, limit: Self.maxSharpenSigma)
         case "rotate", "rot":
             try Self.limit(option, to: 1)
             let argument = try Self.first(option)
@@ -220,10 +223,10 @@ extension RequestDecoder {
         return value + 0
     }
 
-    private static func sigma(_ argument: Substring, _ option: Option) throws(ImageService.Error) -> Double? {
+    private static func sigma(_ argument: Substring, _ option: Option, limit: Double = maxSigma) throws(ImageService.Error) -> Double? {
         let sigma = try Self.number(argument, option)
-        guard sigma >= 0, sigma <= maxSigma else {
-            throw .outOfRange(option: String(option.name), argument: String(argument), range: "0...\(format(maxSigma))")
+        guard sigma >= 0, sigma <= limit else {
+            throw .outOfRange(option: String(option.name), argument: String(argument), range: "0...\(format(limit))")
         }
         return sigma == 0 ? nil : sigma
     }

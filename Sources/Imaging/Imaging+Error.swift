@@ -32,6 +32,10 @@ extension Imaging {
         /// pixels than ``Limits/maxPixels``, or a side longer than ``Limits/maxSide``: refused
         /// before anything is decoded.
         case resultTooLarge(width: Int, height: Int, limit: Int)
+        /// The work took longer than its ``Imaging/Stop``'s limit, and was stopped.
+        case timedOut(limit: Duration)
+        /// The work was stopped by its ``Imaging/Stop``'s ``Imaging/Stop/cancel()``.
+        case cancelled
 
         public var description: String {
             switch self {
@@ -71,6 +75,10 @@ extension Imaging {
                 return "the image is an animation of \(frames) frames, over the limit of \(limit): raise the frame limit or use an image with fewer frames"
             case let .resultTooLarge(width, height, limit):
                 return "the result would be \(width)x\(height), over the limit of \(limit) pixels (or of a side): ask for a smaller size"
+            case let .timedOut(limit):
+                return "making the image took longer than \(limit) and was stopped: ask for less (a smaller size, less blur), or raise the time limit"
+            case .cancelled:
+                return "making the image was cancelled"
             }
         }
     }

@@ -69,7 +69,9 @@ extension Imaging {
         }
     }
 
-    /// Applies `operations` in order to the image in `data`, then encodes the result.
+    /// Applies `operations` in order to the image in `data`, then encodes the result; with a
+    /// `stop`, gives up when its time limit passes or it is cancelled (``Error/timedOut(limit:)``,
+    /// ``Error/cancelled``).
     ///
     /// The header is checked against ``limits`` (``probe(_:)``: bytes, megapixels, sides, frames,
     /// decode memory) before any pixel is decoded. Loading is strict: a truncated or corrupt
@@ -79,20 +81,21 @@ extension Imaging {
     ///   an encoding out of range (a crop outside the image, a size over ``Limits/maxSide``);
     ///   ``Error/corrupt(format:detail:)`` when the pixels cannot be decoded;
     ///   ``Error/encodeFailed(format:detail:)``.
-    public func process(_ data: [UInt8], operations: [Operation], encoding: Encoding) throws(Error) -> EncodedImage {
+    public func process(_ data: [UInt8], operations: [Operation], encoding: Encoding, stop: Stop? = nil) throws(Error) -> EncodedImage {
         try withBytes(data) { (bytes) throws(Error) -> EncodedImage in
-            try process(bytes, operations: operations, encoding: encoding, EncodedImage.init(copying:))
+            try process(bytes, operations: operations, encoding: encoding, stop: stop, EncodedImage.init(copying:))
         }
     }
 
     /// ``process(_:operations:encoding:)`` of `bytes` read in place (no copy of the input),
     /// handing `body` the encoded output in libvips' own buffer, freed when `body` returns.
     public func process<Result>(
-        _ bytes: UnsafeRawBufferPointer, operations: [Operation], encoding: Encoding, _ body: (EncodedBytes) -> Result
+        _ bytes: UnsafeRawBufferPointer, operations: [Operation], encoding: Encoding, stop: Stop? = nil, _ body: (EncodedBytes) -> Result
     ) throws(Error) -> Result {
         let info = try probe(bytes)
         try check(operations, encoding)
-        let corrupt = { (detail: String) in Error.corrupt(format: info.format, detail: detail) }
+        // What libvips failed with: the stop's error when the stop ended the work.
+        let corrupt = { (detail: String) in stop?.error ?? Error.corrupt(format: info.format, detail: detail) }
         var steps = operations[...]
         var image: VipsImage
         var inMemory = false
@@ -116,6 +119,7 @@ extension Imaging {
         func randomAccess() throws(Error) {
             guard !inMemory else { return }
             let source = image
+            stop?.watch(source)
             image = try VipsImage.make("decode", failure: corrupt) { cvips_copy_memory(source.pointer, $0) }
             inMemory = true
         }
@@ -167,9 +171,12 @@ extension Imaging {
             }
         }
         let result = image
+        stop?.watch(result)
         // Pixels are decoded lazily while encoding, so a truncated input fails here.
-        return try result.encode(encoding, failure: corrupt) {
-            body(EncodedBytes(bytes: $0, width: result.width, height: result.height, mimeType: encoding.format.mimeType))
+        return try withExtendedLifetime(stop) { () throws(Error) -> Result in
+            try result.encode(encoding, failure: corrupt) {
+                body(EncodedBytes(bytes: $0, width: result.width, height: result.height, mimeType: encoding.format.mimeType))
+            }
         }
     }
 

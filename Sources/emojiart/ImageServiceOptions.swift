@@ -9,7 +9,8 @@ import MessageSignatures
 /// `IMGPROXY_SALT`, `IMGPROXY_SIGNATURE_SIZE`, `IMGPROXY_ALLOWED_SOURCES`,
 /// `IMGPROXY_ALLOW_LOOPBACK_SOURCE_ADDRESSES`, `IMGPROXY_ALLOW_LINK_LOCAL_SOURCE_ADDRESSES`,
 /// `IMGPROXY_ALLOW_PRIVATE_SOURCE_ADDRESSES`,
-/// `IMGPROXY_MAX_SRC_RESOLUTION`, `IMGPROXY_MAX_SRC_FILE_SIZE`, `IMGPROXY_TTL`, `IMGPROXY_PRESETS`.
+/// `IMGPROXY_MAX_SRC_RESOLUTION`, `IMGPROXY_MAX_SRC_FILE_SIZE`, `IMGPROXY_TTL`, `IMGPROXY_PRESETS`, `IMGPROXY_TIMEOUT`,
+/// `IMGPROXY_DOWNLOAD_TIMEOUT`.
 struct ImageServiceOptions: ParsableArguments {
     @OptionGroup var keys: KeyOptions
 
@@ -33,6 +34,12 @@ struct ImageServiceOptions: ParsableArguments {
 
     @Option(help: ArgumentHelp("The most bytes of a source ($IMGPROXY_MAX_SRC_FILE_SIZE; 64 MiB by default).", valueName: "bytes"))
     var maxSourceBytes: Int?
+
+    @Option(help: ArgumentHelp("The longest the processing of one source may take; past it the answer is 503 ($IMGPROXY_TIMEOUT, 10 by default).", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(help: ArgumentHelp("The longest the fetch of a source may take, redirects included; past it the answer is 504 ($IMGPROXY_DOWNLOAD_TIMEOUT, 10 by default).", valueName: "seconds"))
+    var downloadTimeout: Double?
 
     @Option(help: ArgumentHelp("How long clients and proxies may keep an answer ($IMGPROXY_TTL, a year by default); a URL's expires shortens it.", valueName: "seconds"))
     var ttl: Int?
@@ -65,6 +72,8 @@ struct ImageServiceOptions: ParsableArguments {
         if let maxSourceMegapixels { arguments += ["--max-source-megapixels", "\(maxSourceMegapixels)"] }
         if let maxSourceBytes { arguments += ["--max-source-bytes", "\(maxSourceBytes)"] }
         if let ttl { arguments += ["--ttl", "\(ttl)"] }
+        if let timeout { arguments += ["--timeout", "\(timeout)"] }
+        if let downloadTimeout { arguments += ["--download-timeout", "\(downloadTimeout)"] }
         for entry in preset { arguments += ["--preset", entry] }
         return arguments
     }
@@ -106,10 +115,16 @@ struct ImageServiceOptions: ParsableArguments {
             guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("a preset is name=options, such as thumb=rs:fill:200:200; got \(entry)") }
             presets[String(parts[0])] = String(parts[1])
         }
-        let policy = SourcePolicy(allowedSources: sources, allowsLoopback: loopback, allowsLinkLocal: linkLocal, allowsPrivate: privateAddresses, maxSourceBytes: maxBytes)
-        return ImageServiceConfiguration(
+        let processingSeconds = try timeout ?? environment["IMGPROXY_TIMEOUT"].map { try Self.seconds($0, "IMGPROXY_TIMEOUT") } ?? 10
+        let downloadSeconds = try downloadTimeout ?? environment["IMGPROXY_DOWNLOAD_TIMEOUT"].map { try Self.seconds($0, "IMGPROXY_DOWNLOAD_TIMEOUT") } ?? 10
+        guard processingSeconds > 0, downloadSeconds > 0 else { throw ValidationError("--timeout and --download-timeout must be above 0 seconds") }
+        let policy = SourcePolicy(allowedSources: sources, allowsLoopback: loopback, allowsLinkLocal: linkLocal, allowsPrivate: privateAddresses, maxSourceBytes: maxBytes,
+            timeout: .milliseconds(Int64(downloadSeconds * 1000)))
+        var configuration = ImageServiceConfiguration(
             signing: signing, sources: policy, presets: presets, maxSourceMegapixels: megapixels, ttl: ttl, pathPrefix: pathPrefix
         )
+        configuration.processingTimeLimit = .milliseconds(Int64(processingSeconds * 1000))
+        return configuration
     }
 
     /// What the start-up says of who may ask: signed with a key, or not at all.
@@ -123,6 +138,11 @@ struct ImageServiceOptions: ParsableArguments {
     static func isTrue(_ value: String?) -> Bool {
         guard let value = value?.lowercased() else { return false }
         return ["1", "true", "yes", "on"].contains(value)
+    }
+
+    static func seconds(_ value: String, _ name: String) throws -> Double {
+        guard let number = Double(value), number.isFinite, number > 0 else { throw ValidationError("\(name) must be a number of seconds above 0, got \(value)") }
+        return number
     }
 
     static func number(_ value: String, _ name: String) throws -> Int {

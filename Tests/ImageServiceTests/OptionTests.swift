@@ -57,7 +57,7 @@ import Testing
         Case("bl:2") { $0.blur = 2 },
         Case("blur:0") { _ in },
         Case("sh:0.5") { $0.sharpen = 0.5 },
-        Case("sharpen:100") { $0.sharpen = 100 },
+        Case("sharpen:10") { $0.sharpen = 10 },
         Case("rot:90") { $0.rotate = 90 },
         Case("rotate:-90") { $0.rotate = 270 },
         Case("rot:720") { _ in },

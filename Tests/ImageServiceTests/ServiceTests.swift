@@ -198,6 +198,22 @@ import TestSupport
         }
     }
 
+    /// Processing past the time limit is stopped inside libvips and answered 503; the failure is
+    /// remembered, so asking again costs no second processing.
+    @Test func processingPastTheTimeLimitIsStoppedAndAnswered503() async throws {
+        let origin = TestOrigin()
+        origin.set("photo.jpg", .image(try Self.fixture("landscape.jpg"), contentType: "image/jpeg"))
+        try await Self.withService(origin, change: { $0.processingTimeLimit = .zero }) { service in
+            let url = service.url(["rs:fit:2048:2048:1", "bl:20"], "photo.jpg")
+            let first = try await service.get(url)
+            #expect(first.status == 503 && String(decoding: first.body, as: UTF8.self).contains("took longer"), "\(String(decoding: first.body, as: UTF8.self))")
+            let again = try await service.get(url)
+            #expect(again.status == 503)
+            #expect(await service.server.pipeline.stats().failures >= 1)
+            #expect(origin.requests("photo.jpg") == 1)
+        }
+    }
+
     @Test func healthAndMetricsCountRequestsFetchesAndProcessing() async throws {
         let origin = TestOrigin()
         origin.set("photo.jpg", .image(try Self.fixture("landscape.jpg"), contentType: "image/jpeg"))

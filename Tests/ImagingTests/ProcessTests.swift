@@ -24,6 +24,24 @@ import Testing
         }
     }
 
+    /// A stop ends the computation inside libvips (its "eval" checks), not only between calls:
+    /// with a limit already passed, the blur and the encode never finish; with a cancel, the
+    /// same. The same work with a generous stop finishes.
+    @Test func aStopEndsTheWorkInsideLibvips() throws {
+        let input = try Fixtures.bytes("landscape.jpg")
+        let heavy: [Imaging.Operation] = [.resize(width: 2048, height: 1536), .blur(sigma: 20)]
+        #expect(throws: Imaging.Error.timedOut(limit: .zero)) {
+            try imaging.process(input, operations: heavy, encoding: .init(.avif), stop: Imaging.Stop(after: .zero))
+        }
+        let cancelled = Imaging.Stop(after: .seconds(3600))
+        cancelled.cancel()
+        #expect(throws: Imaging.Error.cancelled) {
+            try imaging.process(input, operations: heavy, encoding: .init(.png), stop: cancelled)
+        }
+        let made = try imaging.process(input, operations: [.resize(width: 64, height: 48)], encoding: .init(.png), stop: Imaging.Stop(after: .seconds(3600)))
+        #expect([made.width, made.height] == [64, 48])
+    }
+
     @Test func resizeOnLoadMatchesResizeAfterLoading() throws {
         let input = try Fixtures.bytes("portrait.png")
         let info = try imaging.probe(input)

@@ -195,7 +195,8 @@ extension EdgeConfiguration {
     /// the host, the URL as sent and the format class of `Accept` (`avif`, `webp`, or `png` for
     /// any other: the source's own format), with that class's `Accept` sent on, so one entry per
     /// format whatever each browser's field says. Refusals are `no-store`: never kept. A query
-    /// is refused by the service (400), so no client keys the cache by queries of its own.
+    /// is refused by the service (400), so no client keys the cache by queries of its own. A
+    /// slow answer is waited for, never asked of a second instance.
     private var imageServiceLocationBody: [String] {
         [
             "proxy_pass http://emojiart_sources;",
@@ -208,9 +209,12 @@ extension EdgeConfiguration {
             "proxy_cache_lock on;",
             "proxy_cache_lock_timeout 60s;",
             "proxy_cache_use_stale error timeout updating http_502 http_503;",
-            "proxy_next_upstream error timeout;",
-            "proxy_next_upstream_tries 3;",
+            // Not on a time-out: the request is still being worked on there, and another
+            // instance would only do the work again (and the slow one be marked down).
+            "proxy_next_upstream error;",
+            "proxy_next_upstream_tries 2;",
             "proxy_connect_timeout 2s;",
+            // Above the service's own limits (a fetch's 10 s, processing's 10 s, a queue's 10 s).
             "proxy_read_timeout 60s;",
             "add_header X-Cache-Status $upstream_cache_status always;",
         ] + (tls == nil ? [] : [Self.strictTransportSecurity])

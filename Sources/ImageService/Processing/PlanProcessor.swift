@@ -34,11 +34,18 @@ public struct PlanProcessor: ImageProcessing {
     /// frames (only the first is used, but a source of thousands is refused rather than read).
     public static let defaultLimits = Imaging.Limits(maxPixels: 50_000_000, maxFrames: 100)
 
-    /// A processor for `plan`, written as `output`, refusing sources past `limits`.
-    public init(plan: ProcessingPlan, output: Output, limits: Imaging.Limits = PlanProcessor.defaultLimits) {
+    /// The longest the processing of one source may take (decode, steps, encode): past it, it
+    /// stops with ``ImageService/Error/processingTimedOut(seconds:)``. Not part of the
+    /// ``identifier``: it never changes a result.
+    public let timeLimit: Duration
+
+    /// A processor for `plan`, written as `output`, refusing sources past `limits` and giving up
+    /// after `timeLimit` (10 s by default, imgproxy's `IMGPROXY_TIMEOUT`).
+    public init(plan: ProcessingPlan, output: Output, limits: Imaging.Limits = PlanProcessor.defaultLimits, timeLimit: Duration = .seconds(10)) {
         self.plan = plan
         self.output = output
         self.limits = limits
+        self.timeLimit = timeLimit
     }
 
     /// What changes the result's bytes, defaults resolved, in a fixed order: equal for two
@@ -103,12 +110,23 @@ public struct PlanProcessor: ImageProcessing {
     ///   ``ImageService/Error/sourceUndecodable(reason:)`` or
     ///   ``ImageService/Error/processingFailed(reason:)``.
     public func process(_ image: ImageCache.Image) async throws -> ImageCache.Image {
-        try image.withUnsafeBytes { bytes throws(ImageService.Error) in try process(bytes) }
+        // Given up at the time limit, or as soon as the one who waits for it is gone (every
+        // request that asked for it cancelled): libvips checks the stop as it computes.
+        let stop = Imaging.Stop(after: timeLimit)
+        do {
+            return try await withTaskCancellationHandler {
+                try image.withUnsafeBytes { bytes throws(ImageService.Error) in try process(bytes, stop: stop) }
+            } onCancel: {
+                stop.cancel()
+            }
+        } catch ImageService.Error.processingCancelled {
+            throw CancellationError()  // the cache remembers no failure for work nobody waits for
+        }
     }
 
     /// ``process(_:)`` of encoded bytes read in place, the output handed back as an
     /// `ImageCache.Image`: the one flow, from the header to the encoded result.
-    func process(_ bytes: UnsafeRawBufferPointer) throws(ImageService.Error) -> ImageCache.Image {
+    func process(_ bytes: UnsafeRawBufferPointer, stop: Imaging.Stop? = nil) throws(ImageService.Error) -> ImageCache.Image {
         let imaging = Imaging(limits: limits)
         do {
             let source = try imaging.probe(bytes: bytes)
@@ -118,7 +136,7 @@ public struct PlanProcessor: ImageProcessing {
             }
             let encoding = Imaging.Encoding(format, quality: quality(of: format), keepsMetadata: !stripsMetadata)
             let steps = Self.operations(for: plan, source: source, autoRotate: autoRotate, flattensAlpha: format == .jpeg)
-            return try imaging.process(bytes, operations: steps, encoding: encoding) { encoded in
+            return try imaging.process(bytes, operations: steps, encoding: encoding, stop: stop) { encoded in
                 var buffer = ByteBufferAllocator().buffer(capacity: encoded.bytes.count)
                 buffer.writeBytes(encoded.bytes)
                 return ImageCache.Image(
@@ -179,6 +197,10 @@ extension ImageService.Error {
             self = .tooManyFrames(frames: frames, limit: limit)
         case let .resultTooLarge(width, height, limit):
             self = .resultTooLarge(width: width, height: height, limit: limit)
+        case let .timedOut(limit):
+            self = .processingTimedOut(seconds: Double(limit.components.seconds) + Double(limit.components.attoseconds) / 1e18)
+        case .cancelled:
+            self = .processingCancelled
         case .empty, .unknownFormat, .unsupportedFormat, .corrupt:
             self = .sourceUndecodable(reason: error.description)
         case .encodeFailed, .invalidArgument, .libraryUnavailable:

@@ -48,9 +48,13 @@ public struct ImageServer: Sendable {
         _ configuration: ImageServiceConfiguration, diskDirectory: URL?, memoryCostLimit: Int = 256 << 20,
         logger: Logger = Logger(label: "image-service")
     ) -> ImagePipeline {
-        ImagePipeline(configuration: .init(
+        // Sources are strangers' hosts: many may be slow at once, so downloads (waiting on the
+        // network, not on a core) are many, six a host; work that cannot start within 10 s of
+        // 64 queued is refused (503) rather than queued without end.
+        let limits = ImagePipeline.Limits(downloads: 64, downloadsPerHost: 6, queueCapacity: 64, interactiveDeadline: .seconds(10))
+        return ImagePipeline(configuration: .init(
             memoryCostLimit: memoryCostLimit, diskDirectory: diskDirectory,
-            fetcher: SourceFetcher(policy: configuration.sources), logger: logger
+            fetcher: SourceFetcher(policy: configuration.sources), limits: limits, logger: logger
         ))
     }
 
@@ -114,7 +118,7 @@ public struct ImageServer: Sendable {
         // Refused by name before the pipeline sees it (which would say only "invalid URL").
         try configuration.sources.check(source)
         let output = plan.format.map(PlanProcessor.Output.format) ?? negotiated(accept)
-        let processor = PlanProcessor(plan: plan, output: output, limits: limits)
+        let processor = PlanProcessor(plan: plan, output: output, limits: limits, timeLimit: configuration.processingTimeLimit)
         return Load(plan: plan, request: ImageRequest(url: source, processor: TimedProcessor(processor, metrics: metrics)), unixNow: unixNow)
     }
 

@@ -15,7 +15,7 @@ extension ImageService.Error {
         case .sourceNotAnImage, .sourceUndecodable, .resultTooLarge: .unprocessableContent
         case .sourceFailed, .tooManyRedirects: .badGateway
         case .sourceTimedOut: .gatewayTimeout
-        case .busy: .serviceUnavailable
+        case .busy, .processingTimedOut, .processingCancelled: .serviceUnavailable
         case .failed, .processingFailed, .invalidKey, .invalidSignatureSize, .invalidPreset: .internalServerError
         case .pathTooLong, .malformedPath, .invalidBase64Source, .invalidPercentEncoding, .invalidSourceURL,
             .encryptedSourceUnsupported, .tooManyOptions, .unknownOption, .unsupportedOption, .tooManyArguments,

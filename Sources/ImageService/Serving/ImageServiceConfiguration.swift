@@ -18,6 +18,11 @@ public struct ImageServiceConfiguration: Sendable {
     /// The most frames an animated source may declare (100 by default); only the first frame is
     /// processed, and a source with more is refused from its header, before decoding.
     public var maxAnimationFrames: Int
+    /// The longest the processing of one source may take (decode, steps, encode), 10 s by default
+    /// (imgproxy's `IMGPROXY_TIMEOUT`): past it libvips stops and the answer is 503. The failure
+    /// is remembered as the cache remembers any processing failure (5 minutes), so asking again
+    /// costs nothing. The source's fetch has its own limit (``SourcePolicy/timeout``).
+    public var processingTimeLimit: Duration = .seconds(10)
     /// How long clients and proxies may keep an answer, in seconds (`Cache-Control: public,
     /// max-age`; imgproxy's `IMGPROXY_TTL`, a year by default); a URL's `expires` shortens it.
     public var ttl: Int
