@@ -154,8 +154,9 @@ extension ImageService {
                 "the image could not be made: \(reason)"
             case .sourceNotAllowed(let source):
                 "source \(source) matches none of the allowed sources: add its prefix to the allowed sources, or use an allowed one"
-            case .addressNotAllowed(let host, let address, let kind):
-                "source host \(host) is at \(address), a \(kind) address the service does not connect to: use a public source, or allow \(kind) addresses if the service is meant to reach them"
+            case .addressNotAllowed(let host, _, let kind):
+                // The address itself is not said: a client would learn what names resolve to inside.
+                "source host \(host) resolves to a \(kind) address, which the service does not connect to: use a public source, or allow \(kind) addresses if the service is meant to reach them"
             case .tooManyRedirects(let source, let limit):
                 "source \(source) redirected more than \(limit) times: give the final URL of the image, or raise the redirect limit"
             case .redirectNotAllowed(let from, let to):

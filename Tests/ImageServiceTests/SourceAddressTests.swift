@@ -101,4 +101,18 @@ import Testing
         }
         #expect(throws: Never.self) { try policy.check(URL(string: "http://allowed.example/a.png")!) }
     }
+
+    /// A percent-escape in the host decodes to what the prefix never saw: the resolver stops at
+    /// a NUL, so `127.0.0.1%00.allowed.test` matched `*.allowed.test` and resolved to 127.0.0.1
+    /// (the attack round of issue 49; only AsyncHTTPClient's header check stopped it).
+    @Test(arguments: ["http://127.0.0.1%00.allowed.test/a.png", "http://x.allowed.test%2eevil.example/a.png", "http://a%0a.allowed.test/a.png"])
+    func aHostWithEscapesIsRefusedBeforeItIsResolved(_ source: String) throws {
+        let policy = SourcePolicy(allowedSources: ["http://*.allowed.test"])
+        let url = try #require(URL(string: source))
+        let error = #expect(throws: ImageService.Error.self) { try policy.check(url) }
+        guard case .invalidSourceURL? = error else {
+            Issue.record("\(source) was not refused for its form: \(String(describing: error))")
+            return
+        }
+    }
 }

@@ -66,11 +66,29 @@ public struct SourcePolicy: Sendable, Hashable {
             throw .invalidSourceURL("\(text) is not an http or https URL")
         }
         guard let host = url.host, !host.isEmpty else { throw .invalidSourceURL("\(text) has no host") }
+        // A host name or an address literal, as written and as decoded, nothing else: a
+        // percent-escape in the host decodes to what the prefix never saw (`127.0.0.1%00.allowed.test`
+        // is `127.0.0.1` to the resolver; `x.allowed.test%2eevil.example` matches the prefix
+        // `http://*.allowed.test` and is a host of evil.example).
+        let written = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedHost ?? host
+        guard host.utf8.allSatisfy(Self.isHostByte), written.utf8.allSatisfy(Self.isHostByte) else {
+            throw .invalidSourceURL("the host of \(text) has characters no host name has; give it in ASCII (punycode for an international name), without escapes")
+        }
         guard url.user == nil, url.password == nil else {
             throw .invalidSourceURL("\(text) has user information before its host; give the source without it")
         }
         guard allowedSources.isEmpty || allowedSources.contains(where: { Self.matches(text, prefix: $0) }) else {
             throw .sourceNotAllowed(text)
+        }
+    }
+
+    /// Letters, digits, `-`, `.`, and `:`, `[`, `]` of an IPv6 literal.
+    static func isHostByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"):
+            true
+        default: false
         }
     }
 

@@ -218,7 +218,12 @@ public struct ImageServer: Sendable {
         var fields = HTTPFields()
         fields[.contentType] = "text/plain; charset=utf-8"
         fields[.cacheControl] = "no-store"
-        let text = ByteBuffer(string: serviceError.description + "\n")
+        // Words from outside (a source URL, a host) are shown, never obeyed: control characters
+        // become U+FFFD.
+        let printable = String(String.UnicodeScalarView(serviceError.description.unicodeScalars.map { scalar in
+            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? "\u{FFFD}" : scalar
+        }))
+        let text = ByteBuffer(string: printable + "\n")
         fields[.contentLength] = String(text.readableBytes)
         return Answer(status: serviceError.status, headerFields: fields, body: text)
     }
