@@ -23,7 +23,10 @@ public struct ImageServer: Sendable {
     /// The service's counters, for `/metrics`.
     public let metrics: ImageServiceMetrics
     let decoder: RequestDecoder
-    let imaging: Imaging
+    /// Whether AVIF and WebP are offered: configured so, and written by this libvips (asked
+    /// once, when the service is made: the check encodes an image).
+    let offersAVIF: Bool
+    let offersWebP: Bool
     /// What a source may be, checked from its header before it is decoded.
     let limits: Imaging.Limits
 
@@ -35,7 +38,8 @@ public struct ImageServer: Sendable {
         self.pipeline = pipeline
         self.metrics = metrics
         decoder = try RequestDecoder(configuration: .init(signing: configuration.signing, presets: configuration.presets))
-        imaging = Imaging()
+        offersAVIF = configuration.offersAVIF && PlanProcessor.writesAVIF
+        offersWebP = configuration.offersWebP && Imaging().canEncode(.webp(quality: 80))
         limits = Imaging.Limits(
             maxPixels: Int(configuration.maxSourceMegapixels * 1_000_000), maxBytes: configuration.sources.maxSourceBytes,
             maxFrames: configuration.maxAnimationFrames
@@ -173,8 +177,8 @@ public struct ImageServer: Sendable {
             if preference.names("image/avif") { avif = max(avif, preference.weight) }
             else if preference.names("image/webp") { webp = max(webp, preference.weight) }
         }
-        if !configuration.offersAVIF || !imaging.canEncode(.avif(quality: 60, effort: 2)) { avif = 0 }
-        if !configuration.offersWebP || !imaging.canEncode(.webp(quality: 80)) { webp = 0 }
+        if !offersAVIF { avif = 0 }
+        if !offersWebP { webp = 0 }
         if avif > 0, avif >= webp { return .format(.avif) }
         if webp > 0 { return .format(.webp) }
         return .sourceFormat
