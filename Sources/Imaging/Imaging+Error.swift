@@ -28,7 +28,7 @@ extension Imaging {
         case libraryUnavailable(String)
         /// The header declares more frames (an animation's pages) than ``Limits/maxFrames``.
         case tooManyFrames(frames: Int, limit: Int)
-        /// A step of ``Imaging/process(_:operations:encoding:)`` would make an image of more
+        /// A step of ``Imaging/process(_:operations:encoding:stop:)`` would make an image of more
         /// pixels than ``Limits/maxPixels``, or a side longer than ``Limits/maxSide``: refused
         /// before anything is decoded.
         case resultTooLarge(width: Int, height: Int, limit: Int)

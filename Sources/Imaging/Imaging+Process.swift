@@ -1,7 +1,7 @@
 import CVips
 
 extension Imaging {
-    /// One step of ``process(_:operations:encoding:)``, done by one libvips operation on the
+    /// One step of ``process(_:operations:encoding:stop:)``, done by one libvips operation on the
     /// image the steps before it made. Sizes and positions are in pixels of that image.
     public enum Operation: Sendable, Hashable {
         /// Turns the image upright by its EXIF orientation, flips included (`vips_autorot`).
@@ -30,7 +30,7 @@ extension Imaging {
         case sharpen(sigma: Double)
     }
 
-    /// How ``process(_:operations:encoding:)`` writes its result.
+    /// How ``process(_:operations:encoding:stop:)`` writes its result.
     public struct Encoding: Sendable, Hashable, CustomStringConvertible {
         /// The formats the result may be written in.
         public enum Format: String, Sendable, Hashable, CaseIterable {
@@ -87,7 +87,7 @@ extension Imaging {
         }
     }
 
-    /// ``process(_:operations:encoding:)`` of `bytes` read in place (no copy of the input),
+    /// ``process(_:operations:encoding:stop:)`` of `bytes` read in place (no copy of the input),
     /// handing `body` the encoded output in libvips' own buffer, freed when `body` returns.
     public func process<Result>(
         _ bytes: UnsafeRawBufferPointer, operations: [Operation], encoding: Encoding, stop: Stop? = nil, _ body: (EncodedBytes) -> Result
