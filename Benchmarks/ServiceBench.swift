@@ -11,8 +11,8 @@ import NIOHTTP1
 /// SwiftNIO server, the peak memory of 64 large requests at once and a 60 MP source refused.
 ///
 /// Every peer reads the same files from the same origin, an nginx on 127.0.0.1 serving
-/// .build-bench/service-photos (scripts/bench-photos: scikit-image's photos and 12 MP JPEGs made
-/// from them) and a few of the gallery's pieces. Outputs keep the source's format (JPEG quality 80,
+/// .build-bench/service-photos (scripts/bench-photos: scripts/photos' photographs of at most
+/// 0.3 MP, 12 MP JPEGs made from them) and a few of the gallery's pieces. Outputs keep the source's format (JPEG quality 80,
 /// PNG): nginx's filter cannot convert, and it is imgproxy's default without `Accept`.
 enum ServiceBench {
     /// One operation as each peer spells it.

@@ -1,9 +1,10 @@
 """Anchor and inputs for the image service's benchmark (Benchmarks/ServiceBench.swift): pyvips[binary]
 making the service's three thumbnails with the same libvips calls, in one process, 8 threads.
 
-    python service.py prepare SKIMAGE_DATA OUT_DIR
-        the inputs, idempotent: scikit-image's photos of at most 0.3 MP (copied), 12 MP JPEGs made
-        from the colour ones (4000x3000 or 3000x4000, quality 90) and a 60 MP PNG of one colour
+    python service.py prepare PHOTOS OUT_DIR
+        the inputs, idempotent: the photos in PHOTOS (scripts/photos: scikit-image's) of at most
+        0.3 MP (copied), 12 MP JPEGs made from four colour ones (4000x3000 or 3000x4000, quality
+        90) and a 60 MP PNG of one colour
     python service.py cold MANIFEST THREADS [--column binary]
         MANIFEST: JSON [{"source": path, "operation": "fit"|"fill"|"width", "output": path}, ...];
         makes each, THREADS at a time, in the manifest's order; writes each output; prints JSON
@@ -26,34 +27,32 @@ from concurrent.futures import ThreadPoolExecutor
 
 from imaging import checked_engine
 
-# Real photographs in scikit-image's data folder (not drawings, scans of text or synthetic shapes).
-PHOTOS = ["astronaut", "camera", "chelsea", "coffee", "coins", "ihc", "moon", "rocket"]
-# The colour ones, made into 12 MP JPEGs.
+# The colour photos made into 12 MP JPEGs.
 LARGE = ["astronaut", "chelsea", "coffee", "rocket"]
 MAX_PIXELS = 300_000
 VIPS_MAX_COORD = 10_000_000
 
 
-def prepare(skimage_data, out_dir):
+def prepare(photos, out_dir):
     import pyvips
     os.makedirs(out_dir, exist_ok=True)
-    names = {os.path.splitext(name)[0]: name for name in os.listdir(skimage_data)}
-    for photo in PHOTOS:
-        name = names.get(photo)
-        if name is None:
-            sys.exit("service.py: %s is not in %s (another scikit-image?)" % (photo, skimage_data))
+    for name in sorted(os.listdir(photos)):
+        stem, extension = os.path.splitext(name)
+        if extension not in (".png", ".jpg"):
+            continue
+        image = pyvips.Image.new_from_file(os.path.join(photos, name))
         target = os.path.join(out_dir, name)
-        image = pyvips.Image.new_from_file(os.path.join(skimage_data, name))
-        if image.width * image.height > MAX_PIXELS:
-            sys.exit("service.py: %s is %dx%d, over 0.3 MP" % (name, image.width, image.height))
-        if not os.path.exists(target):
-            shutil.copyfile(os.path.join(skimage_data, name), target)
-        large = os.path.join(out_dir, photo + "-12mp.jpg")
-        if photo in LARGE and not os.path.exists(large):
+        if image.width * image.height <= MAX_PIXELS and not os.path.exists(target):
+            shutil.copyfile(os.path.join(photos, name), target)
+        large = os.path.join(out_dir, stem + "-12mp.jpg")
+        if stem in LARGE and not os.path.exists(large):
             width, height = (4000, 3000) if image.width >= image.height else (3000, 4000)
             scaled = image.resize(width / image.width, vscale=height / image.height, kernel="lanczos3")
             scaled.jpegsave(large + ".part", Q=90, keep="none")
             os.replace(large + ".part", large)
+    missing = [stem for stem in LARGE if not os.path.exists(os.path.join(out_dir, stem + "-12mp.jpg"))]
+    if missing:
+        sys.exit("service.py: no %s in %s (did scripts/photos change?)" % (", ".join(missing), photos))
     huge = os.path.join(out_dir, "flat-60mp.png")
     if not os.path.exists(huge):
         # 8000x7500 of one grey with a darker square: a few hundred kilobytes, 60 MP once decoded.
@@ -129,7 +128,7 @@ def main(argv):
     parser = argparse.ArgumentParser(description="Anchor and inputs for the image service's benchmark.")
     commands = parser.add_subparsers(dest="command", required=True)
     prepare_command = commands.add_parser("prepare")
-    prepare_command.add_argument("skimage_data")
+    prepare_command.add_argument("photos")
     prepare_command.add_argument("out_dir")
     cold_command = commands.add_parser("cold")
     cold_command.add_argument("manifest")
@@ -139,7 +138,7 @@ def main(argv):
     quality_command.add_argument("pairs")
     arguments = parser.parse_args(argv)
     if arguments.command == "prepare":
-        prepare(arguments.skimage_data, arguments.out_dir)
+        prepare(arguments.photos, arguments.out_dir)
     elif arguments.command == "cold":
         cold(arguments.manifest, arguments.threads, arguments.column)
     else:
