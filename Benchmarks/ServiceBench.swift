@@ -44,42 +44,56 @@ enum ServiceBench {
     static let vipsPython = Bench.work + "/vips-binary-venv/bin/python"
     /// The 60 MP source, kept out of the cold pass: the service refuses it (see `limits`).
     static let oversized = "flat-60mp.png"
+    /// Cold rounds; each peer's fastest is reported.
+    static let rounds = 3
 
     static func run(seconds: Int) async throws {
         let sources = try prepareSources()
-        print("## Image service: \(sources.count) sources x \(operations.count) operations, cold (8 at once), then warm, memory and limits\n")
+        print("## Image service: \(sources.count) sources x \(operations.count) operations, cold (8 at once, best of \(rounds) rounds), then warm, memory and limits\n")
         let origin = try Nginx(root: photos, locations: "")
         defer { origin.stop() }
         let originBase = origin.base
         try? FileManager.default.removeItem(atPath: outputs)
-
-        // Ours: a fresh cache directory, unsigned URLs, the origin allowed.
-        let service = try startService(origin: origin.base, cache: Bench.work + "/service-cache")
-        defer { service.stop() }
-        let oursBase = service.url
-        let ours = try await coldPasses("ours", sources) { operation, file in
-            oursBase + "/insecure/\(operation.options)/plain/" + encoded(originBase + "/" + file)
-        }
-
-        let thumbor = try Thumbor(origin: origin.base, settings: "DETECTORS = ['thumbor.detectors.face_detector', 'thumbor.detectors.feature_detector']")
-        let thumborBase = thumbor.base
-        let thumborPasses = try await coldPasses("thumbor", sources) { operation, file in
-            thumborBase + "/unsafe/\(operation.thumbor)/" + encoded(originBase + "/" + file)
-        }
-        thumbor.stop()
+        func total(_ passes: [PeersBench.Pass]) -> Double { passes.map(\.total).reduce(0, +) }
 
         let filter = try imageFilter(origin: origin.base)
+        defer { filter.stop() }
         let filterBase = filter.base
-        let nginxPasses = try await coldPasses("nginx", sources) { operation, file in
-            filterBase + "/\(operation.anchor)/" + file
+        // Three rounds, the peers in turn, each on a fresh cache (a new service, a new thumbor);
+        // each peer keeps its fastest round (a neighbour on this shared machine slows a round,
+        // never speeds one up). The last round's service stays up for the warm measure.
+        var best: [String: [PeersBench.Pass]] = [:]
+        func keep(_ peer: String, _ passes: [PeersBench.Pass]) {
+            if let kept = best[peer], !(total(passes) < total(kept)) { return }
+            best[peer] = passes
         }
-        filter.stop()
+        var service: Server?
+        defer { service?.stop() }
+        for _ in 0..<rounds {
+            service?.stop()
+            // Ours: a fresh cache directory, unsigned URLs, the origin allowed.
+            let started = try startService(origin: originBase, cache: Bench.work + "/service-cache")
+            service = started
+            let oursBase = started.url
+            keep("ours", try await coldPasses("ours", sources) { operation, file in
+                oursBase + "/insecure/\(operation.options)/plain/" + encoded(originBase + "/" + file)
+            })
+            let thumbor = try Thumbor(origin: originBase, settings: "DETECTORS = ['thumbor.detectors.face_detector', 'thumbor.detectors.feature_detector']")
+            let thumborBase = thumbor.base
+            keep("thumbor", try await coldPasses("thumbor", sources) { operation, file in
+                thumborBase + "/unsafe/\(operation.thumbor)/" + encoded(originBase + "/" + file)
+            })
+            thumbor.stop()
+            keep("nginx", try await coldPasses("nginx", sources) { operation, file in
+                filterBase + "/\(operation.anchor)/" + file
+            })
+            keep("pyvips", try anchorPasses(sources))
+        }
+        let ours = best["ours"]!, thumborPasses = best["thumbor"]!, nginxPasses = best["nginx"]!, anchor = best["pyvips"]!
 
-        let anchor = try anchorPasses(sources)
         let peers = [("ours (emojiart images serve, fresh cache)", "ours", ours), ("thumbor 7.8 (Pillow, smart = opencv detectors)", "thumbor", thumborPasses),
                      ("nginx image_filter (libgd; fill = centre crop)", "nginx", nginxPasses), ("pyvips[binary], 8 threads, no HTTP", "pyvips", anchor)]
         let distances = try quality(peers.map(\.1).filter { $0 != "pyvips" }, sources)
-        func total(_ passes: [PeersBench.Pass]) -> Double { passes.map(\.total).reduce(0, +) }
         Bench.table(
             ["cold, 8 at once", "total ms", "p50 ms", "p99 ms"] + operations.map { $0.name + " ms" } + ["failed", "its total / ours", "MAD vs pyvips: " + operations.map(\.anchor).joined(separator: "/") + " (max)"],
             peers.map { name, key, passes in
@@ -97,7 +111,7 @@ enum ServiceBench {
             + "0-255 per band (decoded with pyvips; * = another size, resized to pyvips' first).\n")
 
         let working = ours.allSatisfy { $0.bytes.allSatisfy { $0 > 0 } }
-        guard working else {
+        guard working, let service else {
             print("Ours failed requests (above): warm, memory and limits not measured.\n")
             return
         }
