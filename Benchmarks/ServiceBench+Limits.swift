@@ -47,14 +47,16 @@ extension ServiceBench {
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(120))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        @Sendable func get(_ url: String) async -> (status: UInt, milliseconds: Double) {
+        /// The status, the time to the last byte and, for anything but a 200, the body's text.
+        @Sendable func get(_ url: String) async -> (status: UInt, milliseconds: Double, text: String) {
             let began = ContinuousClock.now
             do {
                 let response = try await client.execute(HTTPClientRequest(url: url), timeout: .seconds(120))
-                _ = try await response.body.collect(upTo: 64 << 20)
-                return (response.status.code, began.duration(to: .now).milliseconds)
+                var body = try await response.body.collect(upTo: 64 << 20)
+                let text = response.status == .ok ? "" : body.readString(length: min(160, body.readableBytes)) ?? ""
+                return (response.status.code, began.duration(to: .now).milliseconds, text)
             } catch {
-                return (0, began.duration(to: .now).milliseconds)
+                return (0, began.duration(to: .now).milliseconds, "\(error)")
             }
         }
 
@@ -82,5 +84,6 @@ extension ServiceBench {
             ["60 MP PNG (8000x7500, \(size / 1024) KB): status", "\(refused.status)", "413"],
             ["  its time", Bench.format(refused.milliseconds, 1) + " ms", "< 50 ms"],
         ])
+        print("The 60 MP source's answer: \(refused.text.trimmingCharacters(in: .whitespacesAndNewlines))\n")
     }
 }
