@@ -7,13 +7,14 @@ import NIOHTTP1
 /// Issue 49's measures of the image service (`emojiart images serve`): cold thumbnails of photos,
 /// 8 at once, against thumbor 7.8, nginx's `image_filter` and pyvips[binary] making the same
 /// libvips calls in one process (the anchor without any service around it), with each output's
-/// distance from pyvips'; then, in ServiceBench+Limits.swift, a memory hit against the raw
+/// distance from pyvips'; then, in ServiceBench+Limits.swift, memory hits against the raw
 /// SwiftNIO server, the peak memory of 64 large requests at once and a 60 MP source refused.
 ///
 /// Every peer reads the same files from the same origin, an nginx on 127.0.0.1 serving
 /// .build-bench/service-photos (scripts/bench-photos: scripts/photos' photographs of at most
-/// 0.3 MP, 12 MP JPEGs made from them) and a few of the gallery's pieces. Outputs keep the source's format (JPEG quality 80,
-/// PNG): nginx's filter cannot convert, and it is imgproxy's default without `Accept`.
+/// 0.3 MP, 12 MP JPEGs made from them) and a few of the gallery's pieces. Outputs keep the
+/// source's format (JPEG quality 80, PNG): nginx's filter cannot convert, and it is imgproxy's
+/// default without `Accept`.
 enum ServiceBench {
     /// One operation as each peer spells it.
     struct Operation {
