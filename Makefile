@@ -63,8 +63,11 @@ PEER_ENGINE = sh -c 'test -x "$$0/bin/python" && "$$0/bin/python" Benchmarks/anc
 
 ## make bench: benchmarks with their anchors (Pillow, pyvips, nginx, thumbor, a Mutex dictionary) side by side.
 bench: bench-peers
-	@test -x .build-bench/thumbor-venv/bin/thumbor || \
-	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor==7.8.*"; }
+	@# thumbor with its opencv extra: the detectors its smart crop runs (the service section's fill).
+	@test -x .build-bench/thumbor-venv/bin/thumbor && .build-bench/thumbor-venv/bin/python -c "import cv2" 2>/dev/null || \
+	  { python3 -m venv .build-bench/thumbor-venv && .build-bench/thumbor-venv/bin/pip install --quiet --disable-pip-version-check "thumbor[opencv]==7.8.*"; }
+	@# The service section's photos (scikit-image's, and 12 MP JPEGs made from them with pyvips[binary]).
+	@scripts/bench-photos
 	@test -x .build-venv/bin/python && .build-venv/bin/python -c "import selenium" 2>/dev/null || \
 	  { python3 -m venv .build-venv && .build-venv/bin/pip install --quiet --disable-pip-version-check "selenium>=4.20,<5" "pytest>=8,<10"; }
 	$(SWIFT) build $(SWIFT_FLAGS) -c release --product emojiart-bench

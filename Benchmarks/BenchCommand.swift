@@ -12,10 +12,10 @@ struct BenchCommand: AsyncParsableCommand {
     )
 
     enum Section: String, ExpressibleByArgument, CaseIterable {
-        case imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network
+        case imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, service, network
     }
 
-    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, network (default: all).")
+    @Option(parsing: .upToNextOption, help: "Sections to run: imaging, variants, cache, fetch, gallery, app, catalog, lane, burst, cluster, peers, service, network (default: all).")
     var only: [Section] = Section.allCases
 
     @Option(help: "Seconds per measurement.")
@@ -45,6 +45,7 @@ struct BenchCommand: AsyncParsableCommand {
             case .burst: try await BurstBench.run(seconds: max(3, Int(seconds * 2)))
             case .cluster: try await ClusterBench.run(seconds: max(3, Int(seconds * 2)))
             case .peers: try await PeersBench.run(seconds: max(3, Int(seconds * 2)))
+            case .service: try await ServiceBench.run(seconds: max(3, Int(seconds * 2)))
             case .network: try NetworkBench.run()
             }
         }

@@ -176,7 +176,9 @@ final class Thumbor {
     private let process = Process()
     let origin: String
 
-    init(origin: String) throws {
+    /// Starts thumbor with its HTTP loader and file result storage, and `settings` (more lines
+    /// of its configuration, such as DETECTORS) after them.
+    init(origin: String, settings: String = "") throws {
         self.origin = origin
         let executable = Bench.work + "/thumbor-venv/bin/thumbor"
         guard FileManager.default.isExecutableFile(atPath: executable) else {
@@ -192,6 +194,7 @@ final class Thumbor {
         RESULT_STORAGE_FILE_STORAGE_ROOT_PATH = '\(home)/results'
         RESULT_STORAGE_STORES_UNSAFE = True
         ALLOW_UNSAFE_URL = True
+        \(settings)
         """.write(toFile: home + "/thumbor.conf", atomically: true, encoding: .utf8)
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--port", "\(port)", "--ip", "127.0.0.1", "--conf", home + "/thumbor.conf", "-l", "error"]
