@@ -46,15 +46,15 @@ test: bootstrap
 	scripts/photos
 	EMOJIART_BINARY=$(BUILD)/debug/emojiart .build-venv/bin/pytest -q -p no:cacheprovider Tests/Anchors Tests/ImageServiceLive
 
-## make docs: the DocC documentation of ImageCache and Imaging as static sites in .build-docs/;
+## make docs: the DocC documentation of ImageCache, Imaging and ImageService as static sites in .build-docs/;
 ## fails on any DocC warning, on any public symbol without a doc comment, and on a guide's code block
 ## that differs from the snippet file beside it (scripts/check-snippets).
 docs: bootstrap
 	scripts/check-snippets Sources/ImageCache/ImageCache.docc
 	rm -rf .build-docs
 	$(SWIFT) package $(SWIFT_FLAGS) --allow-writing-to-directory .build-docs generate-documentation \
-	  --target ImageCache --target Imaging --output-path .build-docs --warnings-as-errors --transform-for-static-hosting
-	BUILD=$(BUILD) scripts/doc-coverage ImageCache Imaging
+	  --target ImageCache --target Imaging --target ImageService --output-path .build-docs --warnings-as-errors --transform-for-static-hosting
+	BUILD=$(BUILD) scripts/doc-coverage ImageCache Imaging ImageService
 	@echo "open: python3 -m http.server -d .build-docs/ImageCache.doccarchive 8000, then http://127.0.0.1:8000/documentation/imagecache/"
 
 PIP := --quiet --disable-pip-version-check --no-cache-dir

@@ -6,7 +6,7 @@ import NIOCore
 import NIOPosix
 
 /// Fetches the image service's sources as its ``SourcePolicy`` allows, through an
-/// ``ImageCache/ImagePipeline`` (its priorities, per-host limits, coalescing and revalidation):
+/// `ImageCache/ImagePipeline` (its priorities, per-host limits, coalescing and revalidation):
 /// the service's defence against being used to reach what only it can reach (SSRF).
 ///
 /// Each hop of a fetch, the source and every redirect it follows, is checked the same way:
@@ -30,13 +30,13 @@ import NIOPosix
 /// follows no redirect itself; this fetcher follows at most ``SourcePolicy/maxRedirects``.
 ///
 /// ``canFetch(_:)`` is ``SourcePolicy/check(_:)``: the pipeline refuses any other URL with
-/// ``ImageCache/ImagePipeline/Error/invalidURL(_:)`` before fetching; a server that wants the
+/// `ImageCache/ImagePipeline/Error/invalidURL(_:)` before fetching; a server that wants the
 /// reason calls ``SourcePolicy/check(_:)`` itself first.
 ///
 /// The exchange itself (deadline, body limit, `If-None-Match`/`If-Modified-Since`, error
-/// mapping) is ``ImageCache/HTTPImageFetcher``'s. Refusals throw ``ImageService/Error``; the
+/// mapping) is `ImageCache/HTTPImageFetcher`'s. Refusals throw ``ImageService/Error``; the
 /// pipeline passes them through unchanged (and does not remember them). HTTP and network
-/// failures throw ``ImageCache/ImagePipeline/Error`` as the default fetcher does. `Sendable`.
+/// failures throw `ImageCache/ImagePipeline/Error` as the default fetcher does. `Sendable`.
 public struct SourceFetcher: ImageFetching {
     /// What is fetched and connected to.
     public let policy: SourcePolicy
@@ -64,7 +64,7 @@ public struct SourceFetcher: ImageFetching {
 
     /// Fetches `request.url` and the redirects it leads to.
     /// - Throws: ``ImageService/Error`` for a source, redirect or address the policy refuses;
-    ///   ``ImageCache/ImagePipeline/Error`` for HTTP, network, time and size failures.
+    ///   `ImageCache/ImagePipeline/Error` for HTTP, network, time and size failures.
     public func fetch(_ request: ImageRequest) async throws -> Image {
         switch try await fetch(request, revalidating: nil) {
         case let .fetched(image): return image
@@ -74,7 +74,7 @@ public struct SourceFetcher: ImageFetching {
     }
 
     /// Fetches `request.url` and the redirects it leads to, conditionally on `stored`'s
-    /// validators when given (a `304` answers ``ImageCache/OriginResponse/notModified(_:)``).
+    /// validators when given (a `304` answers `ImageCache/OriginResponse/notModified(_:)`).
     /// - Throws: as ``fetch(_:)``.
     public func fetch(_ request: ImageRequest, revalidating stored: CacheHeaders?) async throws -> OriginResponse {
         let deadline = ContinuousClock.now + policy.timeout
@@ -124,8 +124,8 @@ public struct SourceFetcher: ImageFetching {
     /// refuses is refused whole: which of its addresses a client would have used is chance,
     /// and a name that points partly inside is no source to trust.
     /// - Throws: ``ImageService/Error/addressNotAllowed(host:address:kind:)`` for the first
-    ///   address the policy refuses; ``ImageCache/ImagePipeline/Error/originUnreachable(url:reason:)``
-    ///   when the name does not resolve; ``ImageCache/ImagePipeline/Error/timeout(url:seconds:)``
+    ///   address the policy refuses; `ImageCache/ImagePipeline/Error/originUnreachable(url:reason:)`
+    ///   when the name does not resolve; `ImageCache/ImagePipeline/Error/timeout(url:seconds:)`
     ///   when it does not resolve by `deadline` (the lookup is left to finish on its thread).
     func pinnedAddress(for url: URL, by deadline: ContinuousClock.Instant) async throws -> Pin {
         // As AsyncHTTPClient reads it on Linux (DeconstructedURL): the host, brackets trimmed.
@@ -179,7 +179,7 @@ public struct SourceFetcher: ImageFetching {
         return try result.get()
     }
 
-    /// A duration in seconds, as ``ImageCache/ImagePipeline/Error/timeout(url:seconds:)`` says it.
+    /// A duration in seconds, as `ImageCache/ImagePipeline/Error/timeout(url:seconds:)` says it.
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }

@@ -10,6 +10,8 @@ extension PlanProcessor {
     /// the first step (after auto-rotation), so libvips shrinks on load; with one, the source is
     /// turned, cut, then resized.
     /// - Parameters:
+    ///   - plan: the processing asked for.
+    ///   - source: the source's header (``PlanProcessor/process(_:)`` probes it before anything is decoded).
     ///   - autoRotate: the plan's ``ProcessingPlan/autoRotate``, its default resolved.
     ///   - flattensAlpha: whether the output format cannot hold alpha (JPEG): alpha is then
     ///     flattened over the background, white when the plan sets none (imgproxy's default).

@@ -26,8 +26,8 @@ public struct PlanProcessor: ImageProcessing {
     public let plan: ProcessingPlan
     /// The output format.
     public let output: Output
-    /// What a source may be: ``Imaging/Limits/maxPixels`` (imgproxy's 50 megapixels by
-    /// default), ``Imaging/Limits/maxFrames`` and the rest, checked from the header.
+    /// What a source may be: `Imaging/Limits/maxPixels` (imgproxy's 50 megapixels by
+    /// default), `Imaging/Limits/maxFrames` and the rest, checked from the header.
     public let limits: Imaging.Limits
 
     /// The limits of a processor made without any: imgproxy's 50 megapixels, and at most 100

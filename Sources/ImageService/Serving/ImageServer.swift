@@ -7,7 +7,7 @@ public import Logging
 import Imaging
 public import NIOCore
 
-/// The image service: an imgproxy request path answered through an ``ImagePipeline``, from the
+/// The image service: an imgproxy request path answered through an `ImagePipeline`, from the
 /// path's bytes to the answer's, in ``answer(path:query:accept:ifNoneMatch:now:)``.
 ///
 /// The pipeline must fetch with a ``SourceFetcher`` of the configuration's ``SourcePolicy`` (see
