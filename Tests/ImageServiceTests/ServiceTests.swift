@@ -147,6 +147,22 @@ import TestSupport
         }
     }
 
+    /// A path answered before is taken from the recent loads (no second decoding), and is still
+    /// judged for its expiry at each request.
+    @Test func aRememberedPathIsStillJudgedForItsExpiry() async throws {
+        let origin = TestOrigin()
+        origin.set("photo.jpg", .image(try Self.fixture("landscape.jpg"), contentType: "image/jpeg"))
+        try await Self.withService(origin) { service in
+            let expires = Int64(Date().timeIntervalSince1970) + 60
+            let path = Self.signer.path(options: ["rs:fit:64:64", "exp:\(expires)"], source: service.origin.absoluteString + "/images/photo.jpg")
+            let first = await service.server.answer(path: path, accept: nil, ifNoneMatch: nil)
+            #expect(first.status == .ok)
+            #expect(service.server.recentLoads.load(path, .sourceFormat) != nil, "remembered")
+            let later = await service.server.answer(path: path, accept: nil, ifNoneMatch: nil, now: Date(timeIntervalSince1970: Double(expires + 1)))
+            #expect(later.status == .notFound)
+        }
+    }
+
     /// Each refusal: its status, a text that says what to do, nothing kept, never the source's bytes.
     @Test func everyRefusalHasItsStatusAndSaysWhatToDo() async throws {
         let origin = TestOrigin()

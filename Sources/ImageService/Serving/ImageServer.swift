@@ -6,6 +6,7 @@ public import ImageCache
 public import Logging
 import Imaging
 public import NIOCore
+import Synchronization
 
 /// The image service: an imgproxy request path answered through an `ImagePipeline`, from the
 /// path's bytes to the answer's, in ``answer(path:query:accept:ifNoneMatch:now:)``.
@@ -23,6 +24,8 @@ public struct ImageServer: Sendable {
     /// The service's counters, for `/metrics`.
     public let metrics: ImageServiceMetrics
     let decoder: RequestDecoder
+    /// The loads of recent paths, so a memory hit repeats no decoding.
+    let recentLoads = RecentLoads()
     /// Whether AVIF and WebP are offered: configured so, and written by this libvips (asked
     /// once, when the service is made: the check encodes an image).
     let offersAVIF: Bool
@@ -106,24 +109,33 @@ public struct ImageServer: Sendable {
     }
 
     /// What one request asks the pipeline for, and how its answer is labelled.
-    struct Load {
+    struct Load: Sendable {
         let plan: ProcessingPlan
         let request: ImageRequest
         let unixNow: Int64
     }
 
     /// The load `path` asks for: its signature and options checked, its expiry and its source
-    /// judged, its format chosen.
+    /// judged, its format chosen. A path asked for before, with `Accept` of the same format
+    /// class, is taken from ``RecentLoads`` (its bytes were checked then; only its expiry is
+    /// judged again): a memory hit decodes nothing.
     func prepare(path: String, accept: String?, now: Date) throws -> Load {
-        let plan = try decoder.plan(forPath: path)
         let unixNow = Int64(now.timeIntervalSince1970.rounded(.down))
+        let negotiated = negotiated(accept)
+        if let known = recentLoads.load(path, negotiated) {
+            guard !known.plan.isExpired(atUnixTime: unixNow) else { throw ImageService.Error.expired(at: known.plan.expires ?? 0) }
+            return Load(plan: known.plan, request: known.request, unixNow: unixNow)
+        }
+        let plan = try decoder.plan(forPath: path)
         guard !plan.isExpired(atUnixTime: unixNow) else { throw ImageService.Error.expired(at: plan.expires ?? 0) }
         guard let source = URL(string: plan.source) else { throw ImageService.Error.invalidSourceURL("'\(plan.source.prefix(200))' does not parse as a URL") }
         // Refused by name before the pipeline sees it (which would say only "invalid URL").
         try configuration.sources.check(source)
-        let output = plan.format.map(PlanProcessor.Output.format) ?? negotiated(accept)
+        let output = plan.format.map(PlanProcessor.Output.format) ?? negotiated
         let processor = PlanProcessor(plan: plan, output: output, limits: limits, timeLimit: configuration.processingTimeLimit)
-        return Load(plan: plan, request: ImageRequest(url: source, processor: TimedProcessor(processor, metrics: metrics)), unixNow: unixNow)
+        let load = Load(plan: plan, request: ImageRequest(url: source, processor: TimedProcessor(processor, metrics: metrics)), unixNow: unixNow)
+        recentLoads.keep(load, for: path, negotiated)
+        return load
     }
 
     /// The answer with `image`: 200 with its bytes, or 304 when `ifNoneMatch` matches its ETag.
@@ -256,5 +268,31 @@ struct TimedProcessor: ImageProcessing {
         let started = ContinuousClock.now
         defer { metrics.processed(after: ContinuousClock.now - started) }
         return try await wrapped.process(image)
+    }
+}
+
+/// The loads of the paths asked for lately, by path and the format `Accept` chose: what a memory
+/// hit would otherwise decode again (the signature, the options, the source URL, the
+/// processor's identifier). At most ``capacity`` entries; when full it starts again empty, so a
+/// client that makes up paths costs it memory for no more than that many. A path is only kept
+/// once it decoded: its bytes are the bytes that were checked.
+final class RecentLoads: Sendable {
+    static let capacity = 4096
+    private let entries = Mutex<[Key: ImageServer.Load]>([:])
+
+    struct Key: Hashable {
+        let path: String
+        let output: PlanProcessor.Output
+    }
+
+    func load(_ path: String, _ output: PlanProcessor.Output) -> ImageServer.Load? {
+        entries.withLock { $0[Key(path: path, output: output)] }
+    }
+
+    func keep(_ load: ImageServer.Load, for path: String, _ output: PlanProcessor.Output) {
+        entries.withLock { entries in
+            if entries.count >= Self.capacity { entries.removeAll(keepingCapacity: true) }
+            entries[Key(path: path, output: output)] = load
+        }
     }
 }

@@ -15,6 +15,8 @@ public final class ImageServiceMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     private let requests = Mutex<[Int: CoreMetrics.Counter]>([:])
+    private let ok: CoreMetrics.Counter
+    private let notModified: CoreMetrics.Counter
     private let requestTime: CoreMetrics.Timer
     private let processingTime: CoreMetrics.Timer
     private let sourceFetches: Prometheus.Counter
@@ -31,6 +33,8 @@ public final class ImageServiceMetrics: Sendable {
             .milliseconds(250), .seconds(1), .seconds(2.5), .seconds(10),
         ]
         self.factory = factory
+        ok = CoreMetrics.Counter(label: "emojiart_image_service_requests_total", dimensions: [("status", "200")], factory: factory)
+        notModified = CoreMetrics.Counter(label: "emojiart_image_service_requests_total", dimensions: [("status", "304")], factory: factory)
         requestTime = Timer(label: "emojiart_image_service_request_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         processingTime = Timer(label: "emojiart_image_service_processing_duration_seconds", preferredDisplayUnit: .seconds, factory: factory)
         sourceFetches = registry.makeCounter(name: "emojiart_image_service_source_fetches_total", help: "Requests sent to sources, conditional ones included")
@@ -40,6 +44,13 @@ public final class ImageServiceMetrics: Sendable {
 
     /// Counts one answer by status, and its time.
     func answered(_ status: Int, after duration: Duration) {
+        requestTime.recordNanoseconds(Self.nanoseconds(duration))
+        // A memory hit's counters are made once: the fast lane counts every answer it sends.
+        switch status {
+        case 200: return ok.increment()
+        case 304: return notModified.increment()
+        default: break
+        }
         let counter = requests.withLock { counters in
             if let counter = counters[status] { return counter }
             let counter = CoreMetrics.Counter(label: "emojiart_image_service_requests_total", dimensions: [("status", "\(status)")], factory: factory)
@@ -47,7 +58,6 @@ public final class ImageServiceMetrics: Sendable {
             return counter
         }
         counter.increment()
-        requestTime.recordNanoseconds(Self.nanoseconds(duration))
     }
 
     /// Records the time one variant took to make (decode, process, encode).
