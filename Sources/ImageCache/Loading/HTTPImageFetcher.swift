@@ -59,11 +59,7 @@ public struct HTTPImageFetcher: ImageFetching {
     /// Fetches `request.url`.
     /// - Throws: ``ImagePipeline/Error`` for HTTP, network and size failures; `CancellationError`.
     public func fetch(_ request: ImageRequest) async throws -> Image {
-        switch try await fetch(request, revalidating: nil) {
-        case let .fetched(image): return image
-        case .notModified: throw ImagePipeline.Error.httpStatus(304, url: request.url.absoluteString)
-        case let .missing(status, _): throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
-        }
+        try await fetch(request, revalidating: nil).fetchedImage(url: request.url)
     }
 
     /// Fetches `request.url`, conditionally on `stored`'s validators when given.

@@ -47,3 +47,15 @@ extension ImageFetching {
         .fetched(try await fetch(request))
     }
 }
+
+extension OriginResponse {
+    /// The fetched image, for a fetcher's unconditional `fetch(_:)` built on its conditional
+    /// one: a 304 or a remembered 404 is no image, and is its `httpStatus` error.
+    package func fetchedImage(url: URL) throws(ImagePipeline.Error) -> Image {
+        switch self {
+        case let .fetched(image): image
+        case .notModified: throw .httpStatus(304, url: url.absoluteString)
+        case let .missing(status, _): throw .httpStatus(status, url: url.absoluteString)
+        }
+    }
+}

@@ -66,11 +66,7 @@ public struct SourceFetcher: ImageFetching {
     /// - Throws: ``ImageService/Error`` for a source, redirect or address the policy refuses;
     ///   `ImageCache/ImagePipeline/Error` for HTTP, network, time and size failures.
     public func fetch(_ request: ImageRequest) async throws -> Image {
-        switch try await fetch(request, revalidating: nil) {
-        case let .fetched(image): return image
-        case .notModified: throw ImagePipeline.Error.httpStatus(304, url: request.url.absoluteString)
-        case let .missing(status, _): throw ImagePipeline.Error.httpStatus(status, url: request.url.absoluteString)
-        }
+        try await fetch(request, revalidating: nil).fetchedImage(url: request.url)
     }
 
     /// Fetches `request.url` and the redirects it leads to, conditionally on `stored`'s
