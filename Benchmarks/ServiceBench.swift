@@ -118,6 +118,7 @@ enum ServiceBench {
         }
         try await warm(service, origin: origin.base, sources: sources, seconds: seconds)
         service.stop()
+        try edgeWarm(origin: origin.base, sources: sources, seconds: seconds)
         try await limits(origin: origin.base, sources: sources)
     }
 
