@@ -50,10 +50,12 @@ struct ImageServiceOptions: ParsableArguments {
     /// The environment the settings are read from when no flag gives them.
     var environment: [String: String] { ProcessInfo.processInfo.environment }
 
-    /// Whether any setting of the service is given, by flag or environment: the app serves the
-    /// service only then.
+    /// Whether the service is asked for: an allowed source (by flag or `IMGPROXY_ALLOWED_SOURCES`),
+    /// or any of its flags. The app serves the service only then; a flag without an allowed
+    /// source stops the start with a message, never passes unnoticed.
     var isGiven: Bool {
-        !allowedSource.isEmpty || environment["IMGPROXY_ALLOWED_SOURCES"]?.isEmpty == false
+        !allowedSource.isEmpty || environment["IMGPROXY_ALLOWED_SOURCES"]?.isEmpty == false || unsigned || !preset.isEmpty
+            || keys.key != nil || keys.keyFile != nil
     }
 
     /// These settings as flags for another `emojiart` process (the cluster's instances); those

@@ -30,6 +30,9 @@ import TestSupport
         #expect(noKey.status != 0 && noKey.output.contains("needs a key") && noKey.output.contains("--unsigned"), "\(noKey.output)")
         let noSource = try await commands.run(["images", "serve", "--port", "0", "--unsigned"])
         #expect(noSource.status != 0 && noSource.output.contains("--allowed-source"), "\(noSource.output)")
+        // The app too: a service flag without an allowed source is not passed over in silence.
+        let appNoSource = try await commands.run(["app", "--gallery", "http://127.0.0.1:1", "--port", "0", "--unsigned"])
+        #expect(appNoSource.status != 0 && appNoSource.output.contains("--allowed-source"), "\(appNoSource.output)")
 
         let directory = TemporaryDirectory("image-service-key")
         let file = directory.url.appendingPathComponent("imgproxy.env")

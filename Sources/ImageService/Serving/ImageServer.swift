@@ -149,10 +149,12 @@ public struct ImageServer: Sendable {
             fields[.xContentTypeOptions] = "nosniff"
             return Answer(status: .notModified, headerFields: fields, body: ByteBuffer())
         }
-        fields[.contentType] = image.contentType
+        // An entry read back from the disk cache says its own type: only an image type is sent.
+        let contentType = ServedImageType.contentType(for: image.contentType)
+        fields[.contentType] = contentType
         fields[.contentLength] = String(image.byteCount)
         if let filename = load.plan.filename {
-            fields[.contentDisposition] = Self.contentDisposition(filename: filename, contentType: image.contentType)
+            fields[.contentDisposition] = Self.contentDisposition(filename: filename, contentType: contentType)
         }
         // Where the router's middleware would put it: the fast lane's answer is the route's.
         fields[.xContentTypeOptions] = "nosniff"

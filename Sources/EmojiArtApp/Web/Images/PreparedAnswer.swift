@@ -1,4 +1,5 @@
 import FastLane
+import HTTPCaching
 import HTTPTypes
 import ImageCache
 import NIOCore
@@ -28,7 +29,7 @@ final class PreparedAnswer: ImageAttachment {
             ]
             let noSniff = HTTPField(name: .xContentTypeOptions, value: "nosniff")
             let ok = HTTPFields(validators + [
-                HTTPField(name: .contentType, value: Self.servedContentType(image.contentType)),
+                HTTPField(name: .contentType, value: ServedImageType.contentType(for: image.contentType)),
                 HTTPField(name: .contentLength, value: String(image.byteCount)),
                 noSniff,
             ])
@@ -37,20 +38,6 @@ final class PreparedAnswer: ImageAttachment {
         plain = heads(cacheControl.plain)
         versioned = heads(cacheControl.versioned)
         cost = 2 * (etag.utf8.count + cacheControl.plain.utf8.count + cacheControl.versioned.utf8.count + image.contentType.utf8.count) + 512
-    }
-
-    /// The image types an image route answers with as they are stored. Everything else is sent as
-    /// `application/octet-stream`: an entry's type is bytes read from disk, and one that says
-    /// `text/html` or `image/svg+xml` (both can run script) must not make the app's origin serve
-    /// a page; with `nosniff` the browser then guesses nothing either.
-    static let servableTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"]
-
-    /// The `Content-Type` an image answer carries for a stored `contentType`: the stored one when
-    /// its media type (before any parameter, in any case) is one of ``servableTypes``, else
-    /// `application/octet-stream`.
-    static func servedContentType(_ contentType: String) -> String {
-        let mediaType = String(contentType.prefix { $0 != ";" }.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed()).lowercased()
-        return servableTypes.contains(mediaType) ? contentType : "application/octet-stream"
     }
 
     /// The answer with `image`'s bytes (those it was made from), `versioned` or not: 200 with
